@@ -1,0 +1,10 @@
+# Paths to real corpora. Empty = use the offline mini corpus that stage 0
+# generates. Point these at your copies, e.g. NVBENCH=/data/NV-Bench.
+NVBENCH=
+EMILIA_NV=
+NONVERBALTTS=
+MNV17=
+SMIIP_NV=
+NVV_TRACK1_TEST=
+QUALISPEECH=
+VLSP2025_VC=

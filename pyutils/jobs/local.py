@@ -1,0 +1,147 @@
+"""Local job backend (``utils/run.pl``): run a JOB array on this machine.
+
+Usage::
+
+    utils/run.pl [--max-jobs-run N] [other opts] JOB=1:N exp/x/log/foo.JOB.log cmd args...
+
+Tasks run through ``bash -c`` with the caller's environment (the recipe's
+path.sh), at most ``--max-jobs-run`` at once (default: number of CPUs).
+Other options (--mem, --gpu, --num-threads, --time, --config, ...) are
+accepted and ignored, as Kaldi's run.pl does; --num-threads is only written
+to the log's Accounting line. Exit status 0 if every task succeeded, else 1
+with a report naming the first failing log and its last lines. Ctrl-C or
+SIGTERM kills every running task (whole process group) and exits 130/143.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import JobArray, UsageError, failure_report, log_footer, log_header, parse_argv
+
+PROG = "run.pl"
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _default_max_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def _start(job: JobArray, task: int):
+    log = job.log_for(task)
+    cmd = job.command_for(task)
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    fh = open(log, "w")
+    fh.write(log_header(cmd))
+    fh.flush()
+    env = dict(os.environ)
+    if job.var:
+        env[job.var] = str(task)
+    proc = subprocess.Popen(["bash", "-c", cmd], stdout=fh, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    return proc, fh, time.time(), log
+
+
+def _finish(fh, t0: float, threads: int, code: int) -> None:
+    fh.write(log_footer(time.time() - t0, threads, code))
+    fh.close()
+
+
+def _kill_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> int:
+    """Run every task of ``job``; return 0 or 1 (130/143 if interrupted)."""
+    if max_jobs is None:
+        raw = job.options.get("max_jobs_run")
+        try:
+            max_jobs = int(raw) if raw is not None else _default_max_jobs()
+        except ValueError:
+            raise UsageError(f"{prog}: --max-jobs-run needs an integer, got {raw!r}")
+    if max_jobs <= 0:
+        max_jobs = _default_max_jobs()
+    pending = job.task_ids
+    running: dict[int, tuple] = {}
+    failed: list[tuple[int, str]] = []
+
+    def on_signal(signum, _frame):
+        raise _Interrupted(signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        delay = 0.01
+        while pending or running:
+            while pending and len(running) < max_jobs:
+                task = pending.pop(0)
+                running[task] = _start(job, task)
+            done = []
+            for task, (proc, fh, t0, log) in running.items():
+                code = proc.poll()
+                if code is not None:
+                    # A negative code means killed by a signal: report 128+sig like bash.
+                    code = 128 - code if code < 0 else code
+                    _finish(fh, t0, job.threads, code)
+                    if code != 0:
+                        failed.append((task, log))
+                    done.append(task)
+            for task in done:
+                del running[task]
+            if done:
+                delay = 0.01
+            else:
+                time.sleep(delay)
+                delay = min(delay * 1.5, 0.2)
+    except _Interrupted as e:
+        for proc, *_ in running.values():
+            _kill_group(proc, signal.SIGTERM)
+        deadline = time.time() + 3
+        for proc, fh, t0, _log in running.values():
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
+            _finish(fh, t0, job.threads, 128 + e.signum)
+        name = signal.Signals(e.signum).name
+        print(f"{prog}: interrupted by {name}; killed {len(running)} running job(s)",
+              file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if failed:
+        failed.sort()
+        sys.stderr.write(failure_report(prog, failed, len(job.task_ids)))
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        job = parse_argv(argv, PROG)
+        return run_array(job)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

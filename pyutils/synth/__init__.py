@@ -1,0 +1,18 @@
+"""Offline mini corpora for every Chorus recipe (``chorus-synth``).
+
+No corpus can be downloaded in CI, so each recipe's stage 0 can generate a
+small corpus with exact labels from a seed:
+
+* ``nvv``  – English / Mandarin speech with the 16 challenge NVV events
+  inserted at word / character boundaries (:mod:`pyutils.synth.nvv_corpus`);
+* ``sqa``  – clean speech with noise / distortion / pause faults on exact
+  intervals and a reference quality score (:mod:`pyutils.synth.sqa_corpus`,
+  fault simulator in :mod:`pyutils.synth.faults`);
+* ``vc``   – multi-speaker Vietnamese speech split like VLSP 2025 VC
+  (:mod:`pyutils.synth.vc_corpus`).
+
+Speech comes from espeak-ng and flite (:mod:`pyutils.synth.speech`), NVV events
+from small procedural recipes (:mod:`pyutils.synth.nvv_sounds`).
+"""
+
+SAMPLE_RATE = 16000

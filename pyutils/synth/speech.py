@@ -1,0 +1,163 @@
+"""Offline speech from espeak-ng and flite, with derived voices.
+
+A *voice* is a small dict (JSON-serialisable so it can travel in a job plan)::
+
+    {"id": "en_s03", "engine": "espeak", "name": "en-us+m3",
+     "speed": 165, "pitch": 50, "warp": 1.0}
+
+``warp`` resamples the engine output as if it had been recorded at
+``warp`` times its true rate: it scales the pitch *and* the formants
+together (a crude vocal-tract-length change), which makes derived voices
+sound like different people rather than the same one at another pitch.
+The engine's speed is divided by ``warp`` first so the speaking rate stays
+plausible.
+
+Mandarin: espeak-ng's ``cmn`` voice falls back to English for many Hanzi,
+so Chinese text is converted to tone-numbered pinyin with pypinyin and
+spoken by the ``cmn-latn-pinyin`` voice.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import re
+import shutil
+import subprocess
+import tempfile
+from typing import Dict, List, Union
+
+import numpy as np
+import soundfile as sf
+
+from pyutils.synth import SAMPLE_RATE
+from pyutils.synth.audio import resample, trim_silence
+
+Voice = Dict[str, Union[str, int, float]]
+
+_EN_VARIANTS = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5"]
+
+
+def _voice(vid, engine, name, speed=160, pitch=50, warp=1.0) -> Voice:
+    return {"id": vid, "engine": engine, "name": name, "speed": int(speed),
+            "pitch": int(pitch), "warp": float(warp)}
+
+
+@functools.lru_cache(maxsize=None)
+def _flite_ok() -> bool:
+    return shutil.which("flite") is not None
+
+
+def voices(lang: str, n: int | None = None) -> List[Voice]:
+    """The deterministic voice inventory of ``lang`` (``en``, ``zh``, ``vi``).
+
+    The first voices are the most distinct ones (different engines/variants);
+    later ones are warped/pitch-shifted derivations.  ``n`` limits (or, by
+    cycling through more warps, extends) the list.
+    """
+    out: List[Voice] = []
+    if lang == "en":
+        # flite's four real speakers (16 kHz voices) first, then espeak variants
+        if _flite_ok():
+            for name, warp in (("slt", 1.0), ("rms", 1.0), ("awb", 1.0), ("kal16", 1.0)):
+                out.append(_voice("", "flite", name, warp=warp))
+        accents = ["en-us", "en-gb", "en-us", "en-gb-scotland"]
+        for i, var in enumerate(_EN_VARIANTS):
+            female = var.startswith("f")
+            out.append(_voice("", "espeak", f"{accents[i % len(accents)]}+{var}",
+                              speed=150 + 7 * (i % 4), pitch=55 if female else 45,
+                              warp=1.0))
+        base = list(out)
+        for warp in (1.08, 0.93, 1.15, 0.88):
+            for v in base:
+                out.append(dict(v, warp=warp, pitch=min(99, max(0, int(v["pitch"]) + 5))))
+    elif lang in ("zh", "vi"):
+        name = "cmn-latn-pinyin" if lang == "zh" else "vi"
+        base_speed = 140 if lang == "zh" else 150
+        for i, var in enumerate(_EN_VARIANTS):
+            female = var.startswith("f")
+            out.append(_voice("", "espeak", f"{name}+{var}", speed=base_speed + 6 * (i % 3),
+                              pitch=60 if female else 40, warp=1.0))
+        base = list(out)
+        for j, (warp, dp) in enumerate(((1.10, 10), (0.91, -10), (1.18, 5), (0.86, -5),
+                                        (1.04, 20), (0.96, -20))):
+            for v in base:
+                out.append(dict(v, warp=warp,
+                                pitch=min(99, max(0, int(v["pitch"]) + dp))))
+    else:
+        raise ValueError(f"no voices for language {lang!r} (en, zh, vi)")
+    if n is not None:
+        if n > len(out):
+            raise ValueError(f"{lang}: asked for {n} voices, only {len(out)} defined")
+        out = out[:n]
+    for i, v in enumerate(out):
+        v["id"] = f"{lang}_s{i:02d}"
+    return out
+
+
+def to_pinyin(text: str) -> str:
+    """Hanzi -> space-separated tone-numbered pinyin (neutral tone = 5)."""
+    from pypinyin import Style, lazy_pinyin
+
+    syl = lazy_pinyin(text, style=Style.TONE3, neutral_tone_with_five=True,
+                      errors="ignore")
+    return " ".join(s for s in syl if re.fullmatch(r"[a-zü]+[1-5]?", s))
+
+
+def _run(cmd: List[str], what: str) -> bytes:
+    try:
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    except FileNotFoundError as e:
+        raise RuntimeError(f"{cmd[0]} is not installed (needed for {what})") from e
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"{' '.join(cmd)} failed for {what}: {e.stderr.decode(errors='replace')}") from e
+    return res.stdout
+
+
+def _espeak(text: str, voice: Voice, speed: float) -> tuple[np.ndarray, int]:
+    out = _run(["espeak-ng", "-v", str(voice["name"]), "-s", str(int(round(speed))),
+                "-p", str(int(voice["pitch"])), "--stdout", text], f"voice {voice['name']}: {text!r}")
+    x, sr = sf.read(io.BytesIO(out), dtype="float32")
+    return x, sr
+
+
+def _flite(text: str, voice: Voice, speed: float) -> tuple[np.ndarray, int]:
+    stretch = 160.0 / max(speed, 1.0)
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        _run(["flite", "-voice", str(voice["name"]), "--setf", f"duration_stretch={stretch:.3f}",
+              "-t", text, "-o", tmp.name], f"flite voice {voice['name']}: {text!r}")
+        x, sr = sf.read(tmp.name, dtype="float32")
+    return x, sr
+
+
+def speak(text: str, lang: str, voice: Union[Voice, str, int] = 0, seed: int = 0,
+          trim: bool = True) -> np.ndarray:
+    """Synthesise ``text`` -> float32 mono at 16 kHz (leading/trailing silence trimmed).
+
+    ``voice`` is a voice dict, a voice id (``"en_s03"``) or an index into
+    :func:`voices`.  ``seed`` jitters the speaking rate by up to ±6 %
+    (deterministically), so one voice does not always speak at one tempo.
+    """
+    if not isinstance(voice, dict):
+        inv = voices(lang)
+        if isinstance(voice, int):
+            voice = inv[voice % len(inv)]
+        else:
+            match = [v for v in inv if v["id"] == voice]
+            if not match:
+                raise ValueError(f"unknown voice {voice!r} for {lang}")
+            voice = match[0]
+    spoken = to_pinyin(text) if lang == "zh" else text
+    if not spoken.strip():
+        return np.zeros(0, dtype=np.float32)
+    jitter = 1.0 + 0.06 * (2 * np.random.default_rng([seed, 7]).random() - 1)
+    warp = float(voice["warp"])
+    speed = float(voice["speed"]) * jitter / warp
+    if voice["engine"] == "flite":
+        x, sr = _flite(spoken, voice, speed)
+    else:
+        x, sr = _espeak(spoken, voice, speed)
+    y = resample(x, sr * warp, SAMPLE_RATE)
+    if trim:
+        y = trim_silence(y)
+    return y.astype(np.float32)

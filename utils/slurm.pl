@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Slurm job backend (Kaldi/ESPnet name kept: espnet2.bin.launch recognises it).
+#   utils/slurm.pl [--config conf/slurm.conf] [--mem 4G] [--gpu N] [--num-threads N] [--time T] [--max-jobs-run N] JOB=1:N exp/x/log/foo.JOB.log cmd args...
+# Implementation: pyutils/jobs/slurm.py (run with --help-style errors on bad usage).
+_root="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
+_py="${_root}/tools/venv/bin/python"
+if [ ! -x "${_py}" ]; then
+  _py="$(command -v python3)"
+  export PYTHONPATH="${_root}${PYTHONPATH:+:${PYTHONPATH}}"
+fi
+exec "${_py}" -m pyutils.jobs.slurm "$@"
