@@ -22,7 +22,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
@@ -92,10 +92,6 @@ def read_jsonl(path: os.PathLike) -> Iterator[Row]:
             yield Row(obj, path, lineno)
 
 
-def _line_of_offsets(text: str) -> List[int]:
-    return [i for i, ch in enumerate(text) if ch == "\n"]
-
-
 def read_json_records(path: os.PathLike) -> Iterator[Row]:
     """Rows of a ``.json`` file holding a list of objects (or ``{"data": [...]}``,
     or a dict ``{utt_id: {...}}``), or of a JSONL file.
@@ -121,8 +117,11 @@ def read_json_records(path: os.PathLike) -> Iterator[Row]:
     if isinstance(obj, dict) and isinstance(obj.get("data"), list):
         obj = obj["data"]
         starts = None
+    elif isinstance(obj, dict) and not all(isinstance(v, dict) for v in obj.values()):
+        yield Row(obj, path, 1)  # a single record
+        return
     elif isinstance(obj, dict):
-        for lineno_guess, (key, value) in enumerate(obj.items(), 1):
+        for key, value in obj.items():
             if not isinstance(value, dict):
                 raise PrepError(f"entry {key!r}: expected an object", path)
             value = dict(value)
@@ -269,7 +268,8 @@ def wav_scp_entry(info: AudioInfo, converter: str = "ffmpeg") -> str:
     if direct:
         return path
     q = shlex.quote(path)
-    if converter == "sox":
+    # sox builds often lack MP3/M4A/Opus decoders: those always go through ffmpeg
+    if converter == "sox" and info.fmt.upper() in ("WAV", "WAVEX", "FLAC", "OGG", "AIFF"):
         return f"sox {q} -t wav -r {TARGET_SR} -c 1 -b 16 - |"
     return f"ffmpeg -nostdin -v error -i {q} -ac 1 -ar {TARGET_SR} -f wav - |"
 

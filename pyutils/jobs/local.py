@@ -90,7 +90,11 @@ def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> i
         while pending or running:
             while pending and len(running) < max_jobs:
                 task = pending.pop(0)
-                running[task] = _start(job, task)
+                try:
+                    running[task] = _start(job, task)
+                except OSError as e:  # log dir not writable, bash missing, ...
+                    print(f"{prog}: cannot start job {task}: {e}", file=sys.stderr)
+                    failed.append((task, job.log_for(task)))
             done = []
             for task, (proc, fh, t0, log) in running.items():
                 code = proc.poll()

@@ -35,7 +35,8 @@ from pyutils.synth.audio import resample, trim_silence
 
 Voice = Dict[str, Union[str, int, float]]
 
-_EN_VARIANTS = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5"]
+# espeak-ng voice variants, male and female interleaved so that the first N voices mix both
+_EN_VARIANTS = ["m1", "f1", "m3", "f2", "m2", "f3", "m4", "f4", "m5", "f5", "m6", "m7"]
 
 
 def _voice(vid, engine, name, speed=160, pitch=50, warp=1.0) -> Voice:
@@ -72,18 +73,18 @@ def voices(lang: str, n: int | None = None) -> List[Voice]:
             for v in base:
                 out.append(dict(v, warp=warp, pitch=min(99, max(0, int(v["pitch"]) + 5))))
     elif lang in ("zh", "vi"):
+        # voice i = variant i mod 12 x warp/pitch setting i mod 7: since 12 and 7 are
+        # coprime, neighbouring voices differ in both, and all 84 pairs are distinct
         name = "cmn-latn-pinyin" if lang == "zh" else "vi"
-        base_speed = 140 if lang == "zh" else 150
-        for i, var in enumerate(_EN_VARIANTS):
-            female = var.startswith("f")
+        base_speed = 195 if lang == "zh" else 150
+        settings = [(1.0, 0), (1.10, 10), (0.91, -10), (1.18, 5), (0.86, -5),
+                    (1.04, 20), (0.96, -20)]
+        for i in range(len(_EN_VARIANTS) * len(settings)):
+            var = _EN_VARIANTS[i % len(_EN_VARIANTS)]
+            warp, dp = settings[i % len(settings)]
+            pitch = (60 if var.startswith("f") else 40) + dp
             out.append(_voice("", "espeak", f"{name}+{var}", speed=base_speed + 6 * (i % 3),
-                              pitch=60 if female else 40, warp=1.0))
-        base = list(out)
-        for j, (warp, dp) in enumerate(((1.10, 10), (0.91, -10), (1.18, 5), (0.86, -5),
-                                        (1.04, 20), (0.96, -20))):
-            for v in base:
-                out.append(dict(v, warp=warp,
-                                pitch=min(99, max(0, int(v["pitch"]) + dp))))
+                              pitch=min(99, max(0, pitch)), warp=warp))
     else:
         raise ValueError(f"no voices for language {lang!r} (en, zh, vi)")
     if n is not None:
@@ -114,9 +115,10 @@ def _run(cmd: List[str], what: str) -> bytes:
     return res.stdout
 
 
-def _espeak(text: str, voice: Voice, speed: float) -> tuple[np.ndarray, int]:
+def _espeak(text: str, voice: Voice, speed: float, ssml: bool = False) -> tuple[np.ndarray, int]:
     out = _run(["espeak-ng", "-v", str(voice["name"]), "-s", str(int(round(speed))),
-                "-p", str(int(voice["pitch"])), "--stdout", text], f"voice {voice['name']}: {text!r}")
+                "-p", str(int(voice["pitch"]))] + (["-m"] if ssml else []) + ["--stdout", text],
+               f"voice {voice['name']}: {text!r}")
     x, sr = sf.read(io.BytesIO(out), dtype="float32")
     return x, sr
 
@@ -130,6 +132,30 @@ def _flite(text: str, voice: Voice, speed: float) -> tuple[np.ndarray, int]:
     return x, sr
 
 
+def _resolve(voice, lang) -> Voice:
+    if isinstance(voice, dict):
+        return voice
+    inv = voices(lang)
+    if isinstance(voice, int):
+        return inv[voice % len(inv)]
+    match = [v for v in inv if v["id"] == voice]
+    if not match:
+        raise ValueError(f"unknown voice {voice!r} for {lang}")
+    return match[0]
+
+
+def _speed(voice: Voice, seed: int) -> float:
+    jitter = 1.0 + 0.06 * (2 * np.random.default_rng([seed, 7]).random() - 1)
+    return float(voice["speed"]) * jitter / float(voice["warp"])
+
+
+def _post(x: np.ndarray, sr: int, voice: Voice, trim: bool) -> np.ndarray:
+    y = resample(x, sr * float(voice["warp"]), SAMPLE_RATE)
+    if trim:
+        y = trim_silence(y)
+    return y.astype(np.float32)
+
+
 def speak(text: str, lang: str, voice: Union[Voice, str, int] = 0, seed: int = 0,
           trim: bool = True) -> np.ndarray:
     """Synthesise ``text`` -> float32 mono at 16 kHz (leading/trailing silence trimmed).
@@ -138,26 +164,57 @@ def speak(text: str, lang: str, voice: Union[Voice, str, int] = 0, seed: int = 0
     :func:`voices`.  ``seed`` jitters the speaking rate by up to ±6 %
     (deterministically), so one voice does not always speak at one tempo.
     """
-    if not isinstance(voice, dict):
-        inv = voices(lang)
-        if isinstance(voice, int):
-            voice = inv[voice % len(inv)]
-        else:
-            match = [v for v in inv if v["id"] == voice]
-            if not match:
-                raise ValueError(f"unknown voice {voice!r} for {lang}")
-            voice = match[0]
+    voice = _resolve(voice, lang)
     spoken = to_pinyin(text) if lang == "zh" else text
     if not spoken.strip():
         return np.zeros(0, dtype=np.float32)
-    jitter = 1.0 + 0.06 * (2 * np.random.default_rng([seed, 7]).random() - 1)
-    warp = float(voice["warp"])
-    speed = float(voice["speed"]) * jitter / warp
+    speed = _speed(voice, seed)
     if voice["engine"] == "flite":
         x, sr = _flite(spoken, voice, speed)
     else:
         x, sr = _espeak(spoken, voice, speed)
-    y = resample(x, sr * warp, SAMPLE_RATE)
-    if trim:
-        y = trim_silence(y)
-    return y.astype(np.float32)
+    return _post(x, sr, voice, trim)
+
+
+_BREAK_S = 0.9
+
+
+def _split_on_breaks(x: np.ndarray, sr: int, n: int) -> List[np.ndarray] | None:
+    """Cut espeak output at its long digital-silence runs (our SSML breaks)."""
+    quiet = np.abs(x) < 2.0 / 32768
+    d = np.diff(np.concatenate([[0], quiet.astype(np.int8), [0]]))
+    starts, ends = np.nonzero(d == 1)[0], np.nonzero(d == -1)[0]
+    runs = [(a, b) for a, b in zip(starts, ends) if b - a >= 0.6 * _BREAK_S * sr]
+    # ignore silence at the very start/end (no text there)
+    runs = [(a, b) for a, b in runs if a > 0 and b < len(x)]
+    if len(runs) != n - 1:
+        return None
+    cuts = [0] + [(a + b) // 2 for a, b in runs] + [len(x)]
+    return [x[cuts[i]:cuts[i + 1]] for i in range(n)]
+
+
+def speak_chunks(texts: List[str], lang: str, voice: Union[Voice, str, int] = 0,
+                 seed: int = 0, trim: bool = True) -> List[np.ndarray]:
+    """Synthesise several chunks of one utterance; same result as ``speak`` per chunk.
+
+    With espeak-ng all chunks go through ONE process (SSML ``<break>`` between
+    them, output cut at those silences): process start-up dominates the cost
+    of short chunks.  Prosody may differ slightly from chunk-by-chunk calls.
+    Falls back to one call per chunk if the cut does not give one piece per
+    chunk.  (The in-process libespeak-ng API is not used on purpose: its
+    output depends on earlier calls in the same process, which would make
+    the corpus depend on how utterances are split into jobs.)
+    """
+    import html
+
+    voice = _resolve(voice, lang)
+    spoken = [to_pinyin(t) if lang == "zh" else t for t in texts]
+    if voice["engine"] != "espeak" or len(texts) < 2 or not all(s.strip() for s in spoken):
+        return [speak(t, lang, voice, seed, trim) for t in texts]
+    brk = f' <break time="{int(_BREAK_S * 1000)}ms"/> '
+    doc = "<speak>" + brk.join(html.escape(s) for s in spoken) + "</speak>"
+    x, sr = _espeak(doc, voice, _speed(voice, seed), ssml=True)
+    parts = _split_on_breaks(x, sr, len(texts))
+    if parts is None:
+        return [speak(t, lang, voice, seed, trim) for t in texts]
+    return [_post(p, sr, voice, trim) for p in parts]

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# NVV-aware English ASR (NVVSpeech Challenge Track 1), ESPnet conformer CTC/attention.
+# All stages live in local/nvv_asr.sh; this file only sets the English options.
+# Options given on the command line override these (./run.sh --help lists them all).
+set -euo pipefail
+
+lang=en            # text normaliser, scorer language (fork: utils/fork_recipe.sh)
+token_type=bpe     # sentencepiece BPE, the 16 tags as user-defined symbols
+nbpe=150           # small vocabulary for the mini corpus; use ~500-5000 on real data
+
+./local/nvv_asr.sh \
+  --lang "${lang}" \
+  --token_type "${token_type}" \
+  --nbpe "${nbpe}" \
+  "$@"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Speech quality assessment (issue #7, QualiSpeech-style).
+#   ./run.sh                      # default preset: mini corpus, <= 15 min on 2 cores
+#   ./run.sh --preset ci          # whole recipe in ~2-3 minutes (CI)
+#   ./run.sh --stage 5 --stop-stage 7
+# Real data: set QUALISPEECH=/path/to/QualiSpeech in db.sh. All options: ./run.sh --help
+set -euo pipefail
+cd "$(dirname "$0")"
+exec ./local/sqa.sh "$@"

@@ -1,0 +1,537 @@
+#!/usr/bin/env bash
+# NVV-aware ASR with ESPnet (NVVSpeech Challenge Track 1: audio in, tagged transcript out).
+# Generic stage script shared by egs/nvv_asr_* (and reused by egs/vivc, egs/nvv_tts):
+# run it from a recipe dir, through the recipe's thin run.sh. Stages:
+#   0 corpus   1 data prep   2 format/dump   3 tokens   4 collect stats
+#   5 train    6 decode      7 score + RESULTS.md       8 package submission
+# Every stage is resumable (done markers / existing outputs) and logs per job under
+# exp/ or dump/. ESPnet runs only as `python -m espnet2.bin.*`; the time those
+# commands take vs the whole run (the recipe overhead) is printed at the end.
+set -euo pipefail
+
+log() {
+  local fname=${BASH_SOURCE[1]##*/}
+  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
+}
+min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
+SECONDS=0
+_cmdline="$0 $*"
+_run_t0=$(date +%s.%N)
+
+# ---------------------------------------------------------------- options
+# General
+stage=0                  # first stage to run
+stop_stage=8             # last stage to run
+preset=default           # ci|default|large: corpus size, configs (conf/*_<preset>.yaml)
+lang=en                  # language of the recipe (text normaliser, scorer language)
+nj=auto                  # parallel jobs for dump/stats/decode (auto: number of cores, max 8)
+inference_nj=            # parallel decode jobs (default: nj)
+ngpu=0                   # GPUs per node for training (0: CPU)
+num_nodes=1              # nodes for training (needs cmd_backend=slurm beyond 1)
+gpu_inference=false      # decode on GPU
+train_threads=auto       # torch threads of CPU training (auto: number of cores)
+datadir=data             # Kaldi data dirs
+dumpdir=dump             # dumped audio
+expdir=exp               # experiments
+corpus_dir=corpus        # where stage 0 writes the mini corpus
+
+# Data
+corpora=auto             # real corpora (db.sh names, e.g. "NVBENCH MNV17"); auto: those set in db.sh; none: mini corpus
+unmapped=drop_tag        # chorus-prep policy for source labels without a challenge tag: drop_tag|keep_text|drop_utt
+train_set=train          # training data dir name under datadir
+valid_set=dev            # validation data dir name
+test_sets="dev test"     # data dirs to decode (and score when they have a text file)
+package_sets=test        # test sets to package as Track 1 submissions (stage 8)
+fs=16000                 # sampling rate of the dumped audio
+min_wav_duration=0.1     # drop shorter training/validation utterances (s)
+max_wav_duration=30      # drop longer training/validation utterances (s)
+
+# Tokens
+nvv_tags=true            # model the 16 NVV tags as atomic tokens (false: plain ASR, tags removed)
+token_type=bpe           # bpe|char
+nbpe=150                 # BPE vocabulary size (token_type=bpe)
+bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
+
+# Training
+asr_config=              # training config (default: conf/train_asr_<preset>.yaml)
+asr_args=                # extra arguments of espnet2.bin.asr_train
+asr_tag=                 # exp dir suffix (default: from the config name)
+asr_exp=                 # exp dir of the model (default: expdir/asr_<asr_tag>); set it to decode with an existing model
+init_param=              # initialise from a local checkpoint, e.g. /path/model.pth or "model.pth:encoder:encoder"
+feats_normalize=global_mvn  # normalisation layer (given on the command line, never in the YAML: see stage 4)
+
+# Decoding / scoring
+inference_config=        # decoding config (default: conf/decode_asr_<preset>.yaml, else conf/decode_asr.yaml)
+inference_args=          # extra arguments of espnet2.bin.asr_inference
+inference_model=valid.acc.ave.pth  # checkpoint file under asr_exp
+inference_tag=           # decode dir name (default: decode_<inference config name>_<model>)
+score_nvbench=true       # also run `chorus-score nvbench`
+copy_results=auto        # copy RESULTS.md to the recipe dir (auto: only for --preset default)
+
+help_message=$(cat <<EOF
+Usage: $0 [options]   (run from a recipe dir through its run.sh)
+
+NVV-aware ESPnet ASR recipe, stages 0-8:
+  0 corpus (mini corpus, or check the real corpora named in db.sh)
+  1 data prep (Kaldi data dirs; real corpora via chorus-prep)
+  2 format: 16 kHz mono dump + utt2dur, too short/long training utts removed
+  3 tokens (BPE or characters; the 16 NVV tags atomic)
+  4 collect feature/shape statistics      5 train (espnet2.bin.launch)
+  6 decode (espnet2.bin.asr_inference) + RTF
+  7 score (chorus-score track1, nvbench) + RESULTS.md
+  8 package the Track 1 submission (chorus-score package-track1)
+
+Examples:
+  ./run.sh                                   # default preset, all stages
+  ./run.sh --preset ci                       # CI-sized run
+  ./run.sh --stage 5 --ngpu 1 --asr_config conf/tuning/train_asr_conformer_large.yaml
+  # decode any Kaldi data dir (wav.scp) with a trained model:
+  ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default
+EOF
+)
+
+. utils/parse_options.sh
+if [ $# -ne 0 ]; then
+  echo "$0: unexpected argument(s): $*  (options are --name value; see --help)" >&2
+  exit 2
+fi
+
+for f in path.sh cmd.sh db.sh; do
+  [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from a recipe dir (egs/<recipe>)" >&2; exit 1; }
+done
+. ./path.sh
+. ./cmd.sh
+. ./db.sh
+
+case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large, got '${preset}'" >&2; exit 2 ;; esac
+case "${token_type}" in bpe|char) ;; *) echo "$0: --token_type must be bpe or char, got '${token_type}'" >&2; exit 2 ;; esac
+case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
+
+_ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)  # path.sh sets OMP_NUM_THREADS=1, which nproc honours
+[ "${nj}" = auto ] && nj=$(min "${_ncpu}" 8)
+[ -z "${inference_nj}" ] && inference_nj=${nj}
+[ "${train_threads}" = auto ] && train_threads=${_ncpu}
+
+# Real corpora named in db.sh (training data) and the official Track 1 test set.
+_db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)
+if [ "${corpora}" = auto ]; then
+  corpora=""
+  for c in "${_db_corpora[@]}"; do [ -n "${!c:-}" ] && corpora+="${corpora:+ }${c}"; done
+elif [ "${corpora}" = none ]; then
+  corpora=""
+fi
+use_mini=true
+[ -n "${corpora}" ] && use_mini=false
+if [ -n "${NVV_TRACK1_TEST:-}" ]; then
+  _t1set="track1_test_${lang}"
+  [[ " ${test_sets} " == *" ${_t1set} "* ]] || test_sets+=" ${_t1set}"
+  [[ " ${package_sets} " == *" ${_t1set} "* ]] || package_sets+=" ${_t1set}"
+fi
+
+[ -z "${asr_config}" ] && asr_config=conf/train_asr_${preset}.yaml
+if [ -z "${inference_config}" ]; then
+  inference_config=conf/decode_asr_${preset}.yaml
+  [ -f "${inference_config}" ] || inference_config=conf/decode_asr.yaml
+fi
+if [ -z "${asr_tag}" ]; then
+  asr_tag=$(basename "${asr_config}" .yaml)
+  [ "${lang}" != en ] || true
+  asr_tag+="_${lang}_${token_type}"
+  [ "${token_type}" = bpe ] && asr_tag+=${nbpe}
+  [ "${nvv_tags}" = true ] || asr_tag+="_notags"
+fi
+[ -z "${asr_exp}" ] && asr_exp=${expdir}/asr_${asr_tag}
+if [ -z "${inference_tag}" ]; then
+  inference_tag=decode_$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)
+fi
+
+token_dir=${datadir}/token_list/${lang}_${token_type}
+[ "${token_type}" = bpe ] && token_dir+=${nbpe}
+[ "${nvv_tags}" = true ] || token_dir+=_notags
+bpeprefix=${token_dir}/bpe
+bpemodel=${bpeprefix}.model
+token_list=${token_dir}/tokens.txt
+nlsyms_txt=${token_dir}/nlsyms.txt
+asr_stats_dir=${expdir}/asr_stats_raw_${lang}_$(basename "${token_dir}")
+
+timing_tsv=${expdir}/timing.tsv
+run_id=$(date +%Y%m%dT%H%M%S)_$$
+mkdir -p "${expdir}"
+
+# `timed KIND NAME cmd...`: run cmd, append its wall time to ${timing_tsv}.
+# KIND: espnet | espnet_equiv | corpus (anything not timed is recipe overhead).
+_cur_stage=0
+timed() {
+  local kind=$1 name=$2; shift 2
+  local t0 t1 rc=0
+  t0=$(date +%s.%N)
+  "$@" || rc=$?
+  t1=$(date +%s.%N)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${run_id}" "${_cur_stage}" "${kind}" "${name}" "${t0}" "${t1}" >> "${timing_tsv}"
+  return ${rc}
+}
+
+# Split the keys of $1 into $3 files $2.1 .. $2.N (round robin keeps sizes equal).
+split_keys() {
+  local src=$1 prefix=$2 n=$3
+  mkdir -p "$(dirname "${prefix}")"
+  awk -v n="${n}" -v p="${prefix}" '{ print > (p "." ((NR - 1) % n + 1)) }' "${src}"
+}
+
+nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+
+_nlsyms_opt=()
+[ "${token_type}" = char ] && [ "${nvv_tags}" = true ] && _nlsyms_opt=(--non_linguistic_symbols "${nlsyms_txt}")
+_bpe_opt=()
+[ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
+
+log "${_cmdline}"
+log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" = true ] && echo "mini corpus" || echo "${corpora}") asr_exp=${asr_exp}"
+
+# ---------------------------------------------------------------- stage 0
+mini_dir=${corpus_dir}/nvv_${lang}_${preset}
+if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
+  _cur_stage=0
+  if [ "${use_mini}" = true ]; then
+    log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
+    if [ -f "${mini_dir}/.done" ]; then
+      log "stage 0: ${mini_dir}/.done exists, skipping"
+    else
+      timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \
+        --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
+    fi
+  else
+    log "stage 0: checking the real corpora named in db.sh: ${corpora}"
+    for c in ${corpora}; do
+      [ -n "${!c:-}" ] || { echo "$0: ${c} is not set in db.sh" >&2; exit 1; }
+      [ -d "${!c}" ] || { echo "$0: ${c}=${!c} (db.sh) is not a directory" >&2; exit 1; }
+      log "  ${c}=${!c}"
+    done
+  fi
+  if [ -n "${NVV_TRACK1_TEST:-}" ] && [ ! -d "${NVV_TRACK1_TEST}" ]; then
+    echo "$0: NVV_TRACK1_TEST=${NVV_TRACK1_TEST} (db.sh) is not a directory" >&2; exit 1
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 1
+if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
+  _cur_stage=1
+  if [ "${use_mini}" = true ]; then
+    log "stage 1: data prep from the mini corpus ${mini_dir}"
+    [ -f "${mini_dir}/.done" ] || { echo "$0: ${mini_dir} is not finished: run stage 0" >&2; exit 1; }
+    for s in train dev test; do
+      mkdir -p "${datadir}/${s}"
+      for f in wav.scp text utt2spk spk2utt utt2dur; do
+        cp "${mini_dir}/data/${s}/${f}" "${datadir}/${s}/${f}"
+      done
+      [ -f "${mini_dir}/ref/${s}.jsonl" ] && cp "${mini_dir}/ref/${s}.jsonl" "${datadir}/${s}/ref.jsonl"
+      log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances"
+    done
+  else
+    log "stage 1: data prep of ${corpora} with conf/nvv_tags.yaml (--unmapped ${unmapped})"
+    _trains=() _devs=() _tests=()
+    for c in ${corpora}; do
+      _name=$(echo "${c}" | tr '[:upper:]' '[:lower:]')
+      _out=${datadir}/local/${_name}
+      if [ -f "${_out}/.done" ]; then
+        log "  ${_out} done, skipping"
+      else
+        mkdir -p "${_out}"
+        chorus-prep "${_name}" --src "${!c}" --out "${_out}" --lang "${lang}" --unmapped "${unmapped}" \
+          2>&1 | tee "${_out}/prep.log"
+        touch "${_out}/.done"
+      fi
+      for d in "${_out}"/*/; do
+        d=${d%/}; [ -f "${d}/wav.scp" ] || continue
+        case "$(basename "${d}")" in
+          *train*) _trains+=("${d}") ;;
+          *dev*|*valid*) _devs+=("${d}") ;;
+          *test*) _tests+=("${d}") ;;
+          *) _trains+=("${d}") ;;
+        esac
+      done
+    done
+    [ ${#_trains[@]} -gt 0 ] || { echo "$0: chorus-prep produced no training data dir under ${datadir}/local" >&2; exit 1; }
+    utils/combine_data.sh "${datadir}/${train_set}" "${_trains[@]}"
+    if [ ${#_devs[@]} -gt 0 ]; then
+      utils/combine_data.sh "${datadir}/${valid_set}" "${_devs[@]}"
+    else
+      log "  no dev split in the corpora: holding out 5 % of training as ${valid_set}"
+      python -m pyutils.asr.holdout --fraction 0.05 "${datadir}/${train_set}" "${datadir}/${valid_set}"
+    fi
+    [ ${#_tests[@]} -gt 0 ] && utils/combine_data.sh "${datadir}/test" "${_tests[@]}"
+    for s in ${train_set} ${valid_set} test; do
+      [ -f "${datadir}/${s}/wav.scp" ] && log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances"
+    done
+  fi
+  if [ -n "${NVV_TRACK1_TEST:-}" ]; then
+    _t1=${datadir}/local/track1_test
+    log "stage 1: official Track 1 test set ${NVV_TRACK1_TEST} -> ${datadir}/${_t1set} (no references)"
+    if [ ! -f "${_t1}/.done" ]; then
+      mkdir -p "${_t1}"
+      chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" 2>&1 | tee "${_t1}/prep.log"
+      touch "${_t1}/.done"
+    fi
+    [ -d "${_t1}/test_${lang}" ] || { echo "$0: ${_t1}/test_${lang} missing after chorus-prep track1_test" >&2; exit 1; }
+    rm -rf "${datadir:?}/${_t1set}"; cp -r "${_t1}/test_${lang}" "${datadir}/${_t1set}"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 2
+if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
+  _cur_stage=2
+  log "stage 2: format audio (${fs} Hz mono PCM16) -> ${dumpdir}/raw"
+  _sets=$(echo "${train_set} ${valid_set} ${test_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
+  for dset in ${_sets}; do
+    _src=${datadir}/${dset}
+    [ -f "${_src}/wav.scp" ] || { echo "$0: ${_src}/wav.scp not found" >&2; exit 1; }
+    if [ "${dset}" = "${train_set}" ] || [ "${dset}" = "${valid_set}" ]; then
+      _out=${dumpdir}/raw/org/${dset}; _onerr=fail; _mindur=0
+    else
+      # Test sets: every utterance must get a hypothesis, so unreadable audio becomes
+      # silence (with a warning) and very short audio is padded.
+      _out=${dumpdir}/raw/${dset}; _onerr=silence; _mindur=0.3
+    fi
+    if [ -f "${_out}/.done" ] && [ "${_out}/.done" -nt "${_src}/wav.scp" ]; then
+      log "  ${_out} done, skipping"; continue
+    fi
+    rm -rf "${_out}"; mkdir -p "${_out}/logdir"
+    _n=$(nlines "${_src}/wav.scp")
+    [ "${_n}" -gt 0 ] || { echo "$0: ${_src}/wav.scp is empty" >&2; exit 1; }
+    _nj=$(min "${nj}" "${_n}")
+    split_keys "${_src}/wav.scp" "${_out}/logdir/wav.scp" "${_nj}"
+    _seg=()
+    [ -f "${_src}/segments" ] && _seg=(--segments "${_src}/segments")
+    timed espnet_equiv dump_audio ${train_cmd} JOB=1:"${_nj}" "${_out}/logdir/dump.JOB.log" \
+      python -m pyutils.asr.dump_audio --fs "${fs}" --on-error "${_onerr}" --min-dur "${_mindur}" \
+        "${_seg[@]}" "${_out}/logdir/wav.scp.JOB" "${_out}/data/format.JOB"
+    for f in wav.scp utt2dur; do
+      for i in $(seq "${_nj}"); do cat "${_out}/data/format.${i}/${f}"; done | sort > "${_out}/${f}"
+    done
+    for f in utt2spk spk2utt utt2lang; do [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_out}/${f}"; done
+    if [ ! -f "${_out}/utt2spk" ]; then awk '{print $1, $1}' "${_out}/wav.scp" > "${_out}/utt2spk"; fi
+    if [ -f "${_src}/text" ]; then
+      python -m pyutils.asr.prepare_text --lang "${lang}" --nvv-tags "${nvv_tags}" "${_src}/text" "${_out}/text"
+    fi
+    echo raw > "${_out}/feats_type"
+    touch "${_out}/.done"
+    log "  ${_out}: $(nlines "${_out}/wav.scp") utterances, $(awk '{s+=$2} END {printf "%.1f", s/3600}' "${_out}/utt2dur") h"
+  done
+  # Remove too short / too long / empty-text utterances from training and validation.
+  for dset in ${train_set} ${valid_set}; do
+    _org=${dumpdir}/raw/org/${dset}; _out=${dumpdir}/raw/${dset}
+    mkdir -p "${_out}"
+    awk -v lo="${min_wav_duration}" -v hi="${max_wav_duration}" 'FNR==NR { if (NF > 1) ok[$1]=1; next }
+         ($1 in ok) && $2 >= lo && $2 <= hi { print $1 }' "${_org}/text" "${_org}/utt2dur" > "${_out}/keep"
+    for f in wav.scp utt2dur text utt2spk; do
+      awk 'FNR==NR { k[$1]=1; next } ($1 in k)' "${_out}/keep" "${_org}/${f}" > "${_out}/${f}"
+    done
+    awk '{ s[$2] = s[$2] " " $1 } END { for (k in s) print k s[k] }' "${_out}/utt2spk" | sort > "${_out}/spk2utt"
+    cp "${_org}/feats_type" "${_out}/feats_type"
+    log "  ${_out}: kept $(nlines "${_out}/keep") of $(nlines "${_org}/wav.scp") utterances (${min_wav_duration}-${max_wav_duration} s, non-empty text)"
+    rm "${_out}/keep"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 3
+if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
+  _cur_stage=3
+  log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
+  mkdir -p "${token_dir}"
+  python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
+  cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
+  if [ "${token_type}" = bpe ]; then
+    timed espnet_equiv spm_train python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
+      --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
+  fi
+  # Vocabulary from the training text, as ESPnet's asr.sh does; the tags are appended
+  # so that a tag absent from training still has its token.
+  { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
+    > "${token_dir}/vocab_text.txt"
+  timed espnet tokenize_text python -m espnet2.bin.tokenize_text \
+    --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
+    --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
+    --cleaner none --g2p none --write_vocabulary true \
+    --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
+  python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
+    --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
+fi
+
+# ---------------------------------------------------------------- stage 4
+_train_dir=${dumpdir}/raw/${train_set}
+_valid_dir=${dumpdir}/raw/${valid_set}
+_common_opts=(--use_preprocessor true --token_type "${token_type}" --token_list "${token_list}"
+  "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ]; then
+  _cur_stage=4
+  log "stage 4: collect stats -> ${asr_stats_dir}"
+  [ -f "${asr_config}" ] || { echo "$0: training config ${asr_config} not found" >&2; exit 1; }
+  if grep -qE '^normalize:' "${asr_config}"; then
+    echo "$0: ${asr_config} sets 'normalize:'; remove it: the recipe gives --normalize ${feats_normalize} for training only (collect-stats must run without it)" >&2
+    exit 1
+  fi
+  _logdir=${asr_stats_dir}/logdir
+  rm -rf "${_logdir}"; mkdir -p "${_logdir}"
+  _nj=$(min "${nj}" "$(nlines "${_train_dir}/wav.scp")" "$(nlines "${_valid_dir}/wav.scp")")
+  split_keys "${_train_dir}/wav.scp" "${_logdir}/train.scp" "${_nj}"
+  split_keys "${_valid_dir}/wav.scp" "${_logdir}/valid.scp" "${_nj}"
+  timed espnet asr_train_collect_stats ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
+    python -m espnet2.bin.asr_train --collect_stats true "${_common_opts[@]}" \
+      --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
+      --train_data_path_and_name_and_type "${_train_dir}/text,text,text" \
+      --valid_data_path_and_name_and_type "${_valid_dir}/wav.scp,speech,sound" \
+      --valid_data_path_and_name_and_type "${_valid_dir}/text,text,text" \
+      --train_shape_file "${_logdir}/train.scp.JOB" --valid_shape_file "${_logdir}/valid.scp.JOB" \
+      --output_dir "${_logdir}/stats.JOB" --config "${asr_config}" --frontend_conf fs="${fs}" ${asr_args}
+  _inputs=()
+  for i in $(seq "${_nj}"); do _inputs+=(--input_dir "${_logdir}/stats.${i}"); done
+  timed espnet aggregate_stats_dirs python -m espnet2.bin.aggregate_stats_dirs "${_inputs[@]}" --output_dir "${asr_stats_dir}"
+  # Text shapes with the vocabulary size appended (ESPnet's convention).
+  _ntok=$(nlines "${token_list}")
+  for s in train valid; do
+    awk -v N="${_ntok}" '{ print $0 "," N }' "${asr_stats_dir}/${s}/text_shape" > "${asr_stats_dir}/${s}/text_shape.${token_type}"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 5
+if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
+  _cur_stage=5
+  log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
+  if [ -f "${asr_exp}/.train.done" ] && [ -e "${asr_exp}/${inference_model}" ]; then
+    log "  ${asr_exp}/.train.done exists, skipping (remove it to train again)"
+  else
+    mkdir -p "${asr_exp}"
+    _opts=()
+    [ -n "${init_param}" ] && _opts+=(--init_param "${init_param}")
+    [ "${feats_normalize}" = global_mvn ] && _opts+=(--normalize global_mvn --normalize_conf stats_file="${asr_stats_dir}/train/feats_stats.npz")
+    [ "${feats_normalize}" = utterance_mvn ] && _opts+=(--normalize utterance_mvn)
+    log "  log: ${asr_exp}/train.log"
+    OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
+    timed espnet asr_train python -m espnet2.bin.launch \
+      --cmd "${cuda_cmd} --name ${asr_exp}/train.log" --log "${asr_exp}/train.log" \
+      --ngpu "${ngpu}" --num_nodes "${num_nodes}" \
+      --init_file_prefix "${asr_exp}/.dist_init_" --multiprocessing_distributed true -- \
+      python -m espnet2.bin.asr_train "${_common_opts[@]}" \
+        --config "${asr_config}" --frontend_conf fs="${fs}" \
+        --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
+        --train_data_path_and_name_and_type "${_train_dir}/text,text,text" \
+        --train_shape_file "${asr_stats_dir}/train/speech_shape" \
+        --train_shape_file "${asr_stats_dir}/train/text_shape.${token_type}" \
+        --valid_data_path_and_name_and_type "${_valid_dir}/wav.scp,speech,sound" \
+        --valid_data_path_and_name_and_type "${_valid_dir}/text,text,text" \
+        --valid_shape_file "${asr_stats_dir}/valid/speech_shape" \
+        --valid_shape_file "${asr_stats_dir}/valid/text_shape.${token_type}" \
+        --resume true --fold_length 80000 --fold_length 150 \
+        --output_dir "${asr_exp}" "${_opts[@]}" ${asr_args}
+    [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: training ended without ${asr_exp}/${inference_model}; see ${asr_exp}/train.log" >&2; exit 1; }
+    touch "${asr_exp}/.train.done"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 6
+if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
+  _cur_stage=6
+  log "stage 6: decode ${test_sets} with ${asr_exp}/${inference_model} (${inference_config})"
+  [ -f "${asr_exp}/config.yaml" ] || { echo "$0: ${asr_exp}/config.yaml not found: train first (stage 5) or give --asr_exp" >&2; exit 1; }
+  [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: ${asr_exp}/${inference_model} not found" >&2; exit 1; }
+  [ -f "${inference_config}" ] || { echo "$0: decoding config ${inference_config} not found" >&2; exit 1; }
+  _ngpu_inf=0; [ "${gpu_inference}" = true ] && _ngpu_inf=1
+  for dset in ${test_sets}; do
+    _data=${dumpdir}/raw/${dset}
+    _dir=${asr_exp}/${inference_tag}/${dset}
+    _logdir=${_dir}/logdir
+    [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
+    rm -rf "${_logdir}"; mkdir -p "${_logdir}"
+    cp "${inference_config}" "${_dir}/decode_config.yaml"
+    _nj=$(min "${inference_nj}" "$(nlines "${_data}/wav.scp")")
+    split_keys "${_data}/wav.scp" "${_logdir}/keys.scp" "${_nj}"
+    _rc=0
+    OMP_NUM_THREADS=$(( (_ncpu + _nj - 1) / _nj )) \
+    timed espnet asr_inference ${decode_cmd} --gpu "${_ngpu_inf}" JOB=1:"${_nj}" "${_logdir}/asr_inference.JOB.log" \
+      python -m espnet2.bin.asr_inference --batch_size 1 --ngpu "${_ngpu_inf}" \
+        --data_path_and_name_and_type "${_data}/wav.scp,speech,sound" \
+        --key_file "${_logdir}/keys.scp.JOB" \
+        --asr_train_config "${asr_exp}/config.yaml" --asr_model_file "${asr_exp}/${inference_model}" \
+        --output_dir "${_logdir}/output.JOB" --config "${inference_config}" ${inference_args} || _rc=$?
+    if [ ${_rc} -ne 0 ]; then
+      if [ -f "${datadir}/${dset}/text" ]; then
+        echo "$0: decoding ${dset} failed; see ${_logdir}/asr_inference.*.log" >&2; exit 1
+      fi
+      log "  WARNING: some decode jobs of ${dset} failed (see ${_logdir}); their utterances get empty transcripts"
+    fi
+    for i in $(seq "${_nj}"); do
+      [ -f "${_logdir}/output.${i}/1best_recog/text" ] && cat "${_logdir}/output.${i}/1best_recog/text"
+    done | sort > "${_dir}/text.raw" || true
+    python -m pyutils.asr.postprocess repair --lang "${lang}" --nvv-tags "${nvv_tags}" \
+      --keys "${_data}/wav.scp" "${_dir}/text.raw" "${_dir}/text"
+    python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 7
+if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
+  _cur_stage=7
+  log "stage 7: score -> ${asr_exp}/${inference_tag}/<set>/score, RESULTS.md"
+  _scored=()
+  for dset in ${test_sets}; do
+    _dir=${asr_exp}/${inference_tag}/${dset}
+    if [ ! -f "${datadir}/${dset}/text" ]; then
+      log "  ${dset}: no reference text, not scored"; continue
+    fi
+    if [ "${nvv_tags}" != true ] || { [ "${lang}" != en ] && [ "${lang}" != zh ]; }; then
+      _sc=${_dir}/score; mkdir -p "${_sc}"
+      python -m pyutils.asr.wer --lang "${lang}" --nvv-tags "${nvv_tags}" \
+        --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" --json "${_sc}/wer.json"
+      _scored+=("${dset}"); continue
+    fi
+    _sc=${_dir}/score; mkdir -p "${_sc}"
+    # Reference JSONL from the Kaldi text; the hypothesis goes through the official
+    # packager, i.e. exactly the JSONL a submission would hold.
+    python -m pyutils.asr.postprocess jsonl --lang "${lang}" "${datadir}/${dset}/text" "${_sc}/ref.jsonl"
+    chorus-score package-track1 --text "${_dir}/text" --ref-ids "${_sc}/ref.jsonl" --out "${_sc}/hyp.jsonl" \
+      > "${_sc}/package.log" 2>&1 || { cat "${_sc}/package.log" >&2; exit 1; }
+    chorus-score track1 --ref "${_sc}/ref.jsonl" --hyp "${_sc}/hyp.jsonl" --output-json "${_sc}/track1.json" \
+      --per-utt-report "${_sc}/track1_per_utt.txt" > "${_sc}/track1.log" 2>&1 || { cat "${_sc}/track1.log" >&2; exit 1; }
+    if [ "${score_nvbench}" = true ]; then
+      chorus-score nvbench --format kaldi --lang "${lang}" --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" \
+        --output-json "${_sc}/nvbench.json" > "${_sc}/nvbench.log" 2>&1 \
+        || log "  WARNING: chorus-score nvbench failed: see ${_sc}/nvbench.log"
+    fi
+    _scored+=("${dset}")
+  done
+  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
+    --start "${_run_t0}" --json "${asr_exp}/overhead.json" > /dev/null
+  python -m pyutils.asr.results --exp "${asr_exp}" --inference-tag "${inference_tag}" \
+    --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
+    --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
+    --out "${asr_exp}/RESULTS.md"
+  log "  ${asr_exp}/RESULTS.md:"
+  grep -E '^(## |Track1Score|WER|CER)' "${asr_exp}/RESULTS.md" | sed 's/^/    /' || true
+  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
+    cp "${asr_exp}/RESULTS.md" RESULTS.md
+    log "  copied to $(pwd)/RESULTS.md"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 8
+if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
+  _cur_stage=8
+  log "stage 8: package Track 1 submissions for: ${package_sets}"
+  mkdir -p submission
+  for dset in ${package_sets}; do
+    _dir=${asr_exp}/${inference_tag}/${dset}
+    [ -f "${_dir}/text" ] || { echo "$0: ${_dir}/text not found: decode ${dset} first (stage 6, --test_sets)" >&2; exit 1; }
+    _sub=submission/track1_${dset}.jsonl
+    chorus-score package-track1 --text "${_dir}/text" --ref-ids "${dumpdir}/raw/${dset}/wav.scp" \
+      --out "${_sub}" --zip "${_sub%.jsonl}.zip"
+    chorus-score validate-track1 --hyp "${_sub}"
+    log "  ${_sub} (+ .zip): $(nlines "${_sub}") utterances, valid"
+  done
+fi
+
+_run_t1=$(date +%s.%N)
+if [ -s "${timing_tsv}" ] && grep -q "^${run_id}	" "${timing_tsv}"; then
+  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" --end "${_run_t1}" \
+    | while read -r line; do log "${line}"; done
+fi
+log "successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"

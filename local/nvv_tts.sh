@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# NVV-controllable TTS stages (ESPnet egs2/TEMPLATE/tts1 style), shared by
+# egs/nvv_tts (tagged text -> speech with laughs, coughs, ...) and any recipe
+# that needs a multi-speaker TTS on Kaldi data dirs (e.g. egs/vivc).
+#
+#   0 corpus         mini nvv corpus (chorus-synth) or a real corpus (chorus-prep, db.sh)
+#   1 data prep      data/<set>: copy + check tagged transcripts (tags known, text non-empty)
+#   2 format/dump    dump/raw/<set>: front-end tokens (tags atomic), wav.scp, utt2sid/spk_embed
+#   3 tokens         token list (train tokens + every challenge tag)
+#   4 stats          ESPnet --collect_stats (feature/shape statistics)
+#   5 train          espnet2.bin.{gan_tts,tts}_train
+#   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl)
+#   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
+#   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
+#
+# Every stage prints "stage N: ..." and logs to exp/.../log/*.log; each is resumable
+# (re-running a finished stage redoes it; skip it with --stage).
+set -euo pipefail
+
+log() {
+  local fname=${BASH_SOURCE[1]##*/}
+  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
+}
+SECONDS=0
+
+# ---------------------------------------------------------------- options
+stage=0                 # first stage to run
+stop_stage=8            # last stage to run
+preset=default          # ci|default|large: corpus size, model config, epochs
+lang=en                 # en|zh|vi: selects the text front-end (one language per run)
+nj=2                    # parallel jobs (data, stats, synthesis)
+ngpu=0                  # GPUs for training (0 = CPU)
+gpu_inference=false     # synthesise on GPU
+corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read paths from db.sh)
+corpus_dir=             # where stage 0 writes the corpus (default: corpus/<corpus>_<lang>)
+data_dir=data           # Kaldi data dirs
+dump_dir=dump           # dumped, tokenised data
+exp_dir=exp             # experiments
+train_set=              # training data dir name under data_dir (default: train_<lang>)
+valid_set=              # validation data dir name (default: dev_<lang>)
+test_sets=              # space-separated test data dir names (default: test_<lang>)
+skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
+token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
+tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
+tts_config=             # training config (default per preset, see below)
+tts_exp=                # experiment dir (default: exp/tts_<lang>_<config name>)
+tts_stats_dir=          # statistics dir (default: exp/tts_stats_<lang>_<token_type>)
+train_args=             # extra arguments for the ESPnet trainer, e.g. "--max_epoch 50"
+use_sid=true            # condition on speaker ids (utt2sid from train speakers)
+use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embed.scp (kaldi_ark) given by the caller
+spk_embed_dim=256       # dimension of those embeddings
+inference_model=latest.pth  # checkpoint used for synthesis
+inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
+infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
+infer_spk=              # voice (train speaker) for --infer_jsonl rows (default: first train speaker)
+asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
+eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
+submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
+help_message="Usage: $0 [options]
+NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh).
+Examples:
+  ./run.sh                                  # mini English corpus, default preset
+  ./run.sh --lang zh                        # Mandarin
+  ./run.sh --preset ci                      # whole recipe in a few minutes
+  ./run.sh --stage 6 --infer_jsonl track2_input.jsonl --infer_spk enspk0
+  ./run.sh --tts_config conf/tuning/train_vits.yaml --ngpu 1"
+
+. ./path.sh
+. ./cmd.sh
+. utils/parse_options.sh
+
+if [ $# -ne 0 ]; then
+  echo "${help_message}" >&2
+  echo "$0: unexpected arguments: $*" >&2
+  exit 1
+fi
+
+# ---------------------------------------------------------------- presets
+case "${preset}" in
+  ci)      synth_preset=ci;      _cfg=conf/train_tacotron2_ci.yaml ;;
+  default) synth_preset=default; _cfg=conf/train_tacotron2_mini.yaml ;;
+  large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml ;;
+  *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 1 ;;
+esac
+: "${tts_config:=${_cfg}}"
+: "${train_set:=train_${lang}}"
+: "${valid_set:=dev_${lang}}"
+: "${test_sets:=test_${lang}}"
+: "${corpus_dir:=corpus/${corpus}_${lang}}"
+if [ -z "${tts_task}" ]; then
+  case "$(basename "${tts_config}")" in
+    *vits*|*joint*|*gan*) tts_task=gan_tts ;;
+    *) tts_task=tts ;;
+  esac
+fi
+_cfg_name=$(basename "${tts_config}" .yaml)
+: "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
+: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}}"
+token_list_dir=${dump_dir}/token_list/${lang}_${token_type}
+token_list=${token_list_dir}/tokens.txt
+python=python3
+command -v python >/dev/null && python=python
+
+_all_sets="${train_set} ${valid_set} ${test_sets}"
+[ -n "${infer_jsonl}" ] && _all_sets+=" infer_${lang}"
+if ${use_sid} && ${use_spk_embed}; then
+  log "note: both --use_sid and --use_spk_embed are true; the model gets both"
+fi
+
+# Model/feature settings come from the config (fs must match the data: 16 kHz).
+_fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open('${tts_config}')); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)")
+
+# ---------------------------------------------------------------- stage 0
+if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
+  log "stage 0: corpus (${corpus}, ${lang}) -> ${corpus_dir}"
+  if ${skip_data_prep}; then
+    log "stage 0: skipped (--skip_data_prep true)"
+  elif [ "${corpus}" = mini ]; then
+    if [ -f "${corpus_dir}/.done" ]; then
+      log "stage 0: ${corpus_dir}/.done exists, keeping it"
+    else
+      chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
+        --nj "${nj}" --cmd "${train_cmd}"
+    fi
+  else
+    . ./db.sh
+    case "${corpus}" in
+      nvbench) _src=${NVBENCH} ;;
+      emilia_nv) _src=${EMILIA_NV} ;;
+      nonverbaltts) _src=${NONVERBALTTS} ;;
+      *) echo "$0: unknown --corpus ${corpus}" >&2; exit 1 ;;
+    esac
+    if [ -z "${_src}" ]; then
+      echo "$0: --corpus ${corpus} needs its path in db.sh" >&2; exit 1
+    fi
+    chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}" --lang "${lang}"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 1
+if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
+  log "stage 1: data prep -> ${data_dir}/{${train_set},${valid_set},${test_sets// /,}}"
+  if ! ${skip_data_prep}; then
+    # corpus split names: train dev test
+    for pair in "train:${train_set}" "dev:${valid_set}" "test:${test_sets%% *}"; do
+      _src=${corpus_dir}/data/${pair%%:*}
+      _dst=${data_dir}/${pair#*:}
+      [ -d "${_src}" ] || { echo "$0: ${_src} missing (run stage 0)" >&2; exit 1; }
+      rm -rf "${_dst}"; mkdir -p "${_dst}"
+      for f in wav.scp text utt2spk spk2utt utt2dur segments; do
+        [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_dst}/${f}"
+      done
+      # per-event times of the tags in the real audio (used by the stage 7 plots)
+      _ev=${corpus_dir}/events/${pair%%:*}.jsonl
+      [ -f "${_ev}" ] && cp "${_ev}" "${_dst}/events.jsonl"
+    done
+  fi
+  for s in ${train_set} ${valid_set} ${test_sets}; do
+    ${python} -m pyutils.tts.inputs --kaldi-text "${data_dir}/${s}/text"
+  done
+  if [ -n "${infer_jsonl}" ]; then
+    _spk=${infer_spk:-$(head -n1 "${data_dir}/${train_set}/spk2utt" | cut -d' ' -f1)}
+    ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${data_dir}/infer_${lang}" --spk "${_spk}"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 2
+if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
+  log "stage 2: front-end (${lang}, ${token_type}; tags atomic) -> ${dump_dir}/raw"
+  mkdir -p "${dump_dir}/raw"
+  for s in ${_all_sets}; do
+    _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
+    mkdir -p "${_dst}/log"
+    for f in wav.scp utt2spk spk2utt utt2dur events.jsonl spk_embed.scp; do
+      [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_dst}/${f}"
+    done
+    cp "${_src}/text" "${_dst}/text.tagged"
+    ${train_cmd} "${_dst}/log/frontend.log" \
+      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" \
+        "${_src}/text" "${_dst}/text"
+    if [ -f "${_dst}/wav.scp" ]; then
+      ${train_cmd} "${_dst}/log/check_audio.log" \
+        ${python} -m pyutils.tts.audio check-scp "${_dst}/wav.scp" --fs "${_fs}" --fix-dir "${_dst}/wav"
+    fi
+    if ${use_spk_embed} && [ ! -f "${_dst}/spk_embed.scp" ]; then
+      echo "$0: --use_spk_embed true but ${_src}/spk_embed.scp is missing" >&2; exit 1
+    fi
+  done
+  # speaker ids from the training speakers (ESPnet's utt2sid / spk2sid)
+  cut -d' ' -f1 "${dump_dir}/raw/${train_set}/spk2utt" | LC_ALL=C sort | awk '{print $1, NR-1}' \
+    > "${dump_dir}/raw/${train_set}/spk2sid"
+  for s in ${_all_sets}; do
+    ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" \
+      "${dump_dir}/raw/${s}/utt2spk" "${dump_dir}/raw/${s}/utt2sid"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 3
+if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
+  log "stage 3: token list -> ${token_list}"
+  mkdir -p "${token_list_dir}"
+  ${python} -m pyutils.tts.tokens "${dump_dir}/raw/${train_set}/text" "${token_list}"
+  log "stage 3: $(wc -l < "${token_list}") tokens (all 16 challenge tags included)"
+fi
+
+# Data arguments shared by stats, training and the shape files.
+_data_opts() {  # $1 = train|valid, $2 = set
+  local d=${dump_dir}/raw/$2 o=""
+  o+="--${1}_data_path_and_name_and_type ${d}/text,text,text "
+  o+="--${1}_data_path_and_name_and_type ${d}/wav.scp,speech,sound "
+  ${use_sid} && o+="--${1}_data_path_and_name_and_type ${d}/utt2sid,sids,text_int "
+  ${use_spk_embed} && o+="--${1}_data_path_and_name_and_type ${d}/spk_embed.scp,spembs,kaldi_ark "
+  echo "${o}"
+}
+_model_opts() {
+  local o="--token_type word --token_list ${token_list} --cleaner none --g2p none"
+  local nspk
+  nspk=$(wc -l < "${dump_dir}/raw/${train_set}/spk2sid")
+  # VITS keeps speaker settings under tts_conf.generator_params
+  local k=""; [ "${tts_task}" = gan_tts ] && k="generator_params."
+  ${use_sid} && o+=" --tts_conf ${k}spks=${nspk}"
+  ${use_spk_embed} && o+=" --tts_conf ${k}spk_embed_dim=${spk_embed_dim}"
+  echo "${o}"
+}
+
+# ---------------------------------------------------------------- stage 4
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+  log "stage 4: statistics -> ${tts_stats_dir}"
+  _logdir=${tts_stats_dir}/logdir
+  rm -rf "${_logdir}"; mkdir -p "${_logdir}"
+  _ntrain=$(wc -l < "${dump_dir}/raw/${train_set}/wav.scp")
+  _nvalid=$(wc -l < "${dump_dir}/raw/${valid_set}/wav.scp")
+  _nj=$(( nj < _nvalid ? nj : _nvalid ))
+  ${python} -m pyutils.tts.audio split-scp "${dump_dir}/raw/${train_set}/wav.scp" "${_logdir}/train" "${_nj}"
+  ${python} -m pyutils.tts.audio split-scp "${dump_dir}/raw/${valid_set}/wav.scp" "${_logdir}/valid" "${_nj}"
+  # shellcheck disable=SC2046
+  ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
+    ${python} -m espnet2.bin.${tts_task}_train --collect_stats true --use_preprocessor true --normalize none \
+      --config "${tts_config}" $(_model_opts) \
+      $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
+      --train_shape_file "${_logdir}/train.JOB.scp" --valid_shape_file "${_logdir}/valid.JOB.scp" \
+      --output_dir "${_logdir}/stats.JOB" ${train_args}
+  _dirs=""
+  for i in $(seq "${_nj}"); do _dirs+=" --input_dir ${_logdir}/stats.${i}"; done
+  # shellcheck disable=SC2086
+  ${python} -m espnet2.bin.aggregate_stats_dirs ${_dirs} --output_dir "${tts_stats_dir}"
+  log "stage 4: ${_ntrain} train / ${_nvalid} valid utterances"
+fi
+
+# ---------------------------------------------------------------- stage 5
+if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
+  log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
+  mkdir -p "${tts_exp}/log"
+  cp "${tts_config}" "${tts_exp}/train_config.src.yaml"
+  _opts=""
+  if [ -f "${tts_stats_dir}/train/feats_stats.npz" ] && grep -q "^normalize: *global_mvn" "${tts_config}"; then
+    _opts+="--normalize_conf stats_file=${tts_stats_dir}/train/feats_stats.npz "
+  fi
+  _cmd=${train_cmd}; [ "${ngpu}" -gt 0 ] && _cmd=${cuda_cmd}
+  log "stage 5: progress: tail -f ${tts_exp}/log/train.log"
+  # shellcheck disable=SC2046,SC2086
+  ${_cmd} --gpu "${ngpu}" "${tts_exp}/log/train.log" \
+    ${python} -m espnet2.bin.${tts_task}_train --use_preprocessor true --ngpu "${ngpu}" \
+      --config "${tts_config}" $(_model_opts) \
+      $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
+      --train_shape_file "${tts_stats_dir}/train/text_shape" \
+      --train_shape_file "${tts_stats_dir}/train/speech_shape" \
+      --valid_shape_file "${tts_stats_dir}/valid/text_shape" \
+      --valid_shape_file "${tts_stats_dir}/valid/speech_shape" \
+      --fold_length 150 --fold_length 204800 \
+      --resume true --use_tensorboard false --output_dir "${tts_exp}" ${_opts} ${train_args}
+fi
+
+# ---------------------------------------------------------------- stage 6
+_synth_sets="${test_sets}"
+[ -n "${infer_jsonl}" ] && _synth_sets+=" infer_${lang}"
+if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
+  log "stage 6: synthesis (${inference_model}) for: ${_synth_sets}"
+  _cmd=${decode_cmd}; _ngpu=0
+  if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
+  for s in ${_synth_sets}; do
+    _data=${dump_dir}/raw/${s}
+    _dir=${tts_exp}/synth_${s}
+    _logdir=${_dir}/log
+    rm -rf "${_dir}"; mkdir -p "${_logdir}"
+    _n=$(wc -l < "${_data}/text")
+    _nj=$(( nj < _n ? nj : _n ))
+    ${python} -m pyutils.tts.audio split-scp "${_data}/text" "${_logdir}/keys" "${_nj}"
+    _in="--data_path_and_name_and_type ${_data}/text,text,text"
+    ${use_sid} && _in+=" --data_path_and_name_and_type ${_data}/utt2sid,sids,text_int"
+    ${use_spk_embed} && _in+=" --data_path_and_name_and_type ${_data}/spk_embed.scp,spembs,kaldi_ark"
+    log "stage 6: ${s}: ${_n} utterances, log: ${_logdir}/tts_inference.*.log"
+    # shellcheck disable=SC2086
+    ${_cmd} --gpu "${_ngpu}" JOB=1:"${_nj}" "${_logdir}/tts_inference.JOB.log" \
+      ${python} -m espnet2.bin.tts_inference --ngpu "${_ngpu}" ${_in} \
+        --key_file "${_logdir}/keys.JOB.scp" \
+        --model_file "${tts_exp}/${inference_model}" --train_config "${tts_exp}/config.yaml" \
+        --output_dir "${_logdir}/output.JOB" --vocoder_file none ${inference_args}
+    mkdir -p "${_dir}/wav" "${_dir}/durations"
+    for i in $(seq "${_nj}"); do
+      mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
+      [ -f "${_logdir}/output.${i}/durations/durations" ] && cat "${_logdir}/output.${i}/durations/durations"
+    done | LC_ALL=C sort > "${_dir}/durations/durations"
+    find "$(pwd)/${_dir}/wav" -name '*.wav' | LC_ALL=C sort | \
+      awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav.scp"
+    log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 7
+if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
+  log "stage 7: objective evaluation -> ${tts_exp}/RESULTS.md"
+  if [ -z "${asr_exp}" ]; then
+    asr_exp=$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)
+  fi
+  if [ -n "${asr_exp}" ]; then
+    log "stage 7: NVV-ASR model: ${asr_exp}"
+  else
+    log "stage 7: no NVV-ASR model found (train egs/nvv_asr_${lang} or pass --asr_exp): CER/PCER/OCER/F1 NOT computed"
+  fi
+  _eval_dirs=""
+  for s in ${test_sets}; do
+    _dir=${tts_exp}/synth_${s}
+    _edir=${tts_exp}/eval_${s}
+    mkdir -p "${_edir}/log"
+    ${decode_cmd} "${_edir}/log/evaluate.log" \
+      ${python} -m pyutils.tts.evaluate \
+        --real-dir "${dump_dir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
+        --durations "${_dir}/durations/durations" --token-text "${dump_dir}/raw/${s}/text" \
+        --lang "${lang}" --asr-exp "${asr_exp:-none}" --nj "${nj}" --max-utts "${eval_max_utts}" \
+        --out-dir "${_edir}"
+    _eval_dirs+=" ${s}=${_edir}"
+  done
+  # shellcheck disable=SC2086
+  ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" \
+    --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
+  log "stage 7: wrote ${tts_exp}/RESULTS.md"
+  grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
+fi
+
+# ---------------------------------------------------------------- stage 8
+if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
+  log "stage 8: submission (16 kHz mono PCM16 <utt_id>.wav) -> ${submission_dir}"
+  for s in ${_synth_sets}; do
+    _out=${submission_dir}/${s}
+    ${python} -m pyutils.tts.audio to-submission "${tts_exp}/synth_${s}/wav.scp" "${_out}"
+    ${python} -m pyutils.tts.audio text-to-jsonl "${data_dir}/${s}/text" "${_out}.ref.jsonl" --lang "${lang}"
+    chorus-score validate-track2 --dir "${_out}" --ref "${_out}.ref.jsonl"
+    log "stage 8: ${s}: $(find "${_out}" -name '*.wav' | wc -l) files valid in ${_out}"
+  done
+fi
+
+log "Successfully finished. [elapsed=${SECONDS}s]"

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Speech quality assessment (QualiSpeech-style): one quality score in [1, 5] and
+# per-fault (noise, distortion, pause) presence + time intervals, no reference.
+# Generic stage script, called from egs/<recipe>/run.sh (ESPnet TEMPLATE style).
+#
+# Stages:
+#   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
+#   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl}
+#   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd})
+#   3 stats       global mean/std of the training features
+#   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
+#   5 train       multi-task conv+BiGRU model; post-processing tuned on dev
+#   6 infer       test sets -> frame probabilities + hyp.jsonl
+#   7 score       chorus-score sqa, RESULTS.md, plots
+#   8 package     submission/sqa_<set>.jsonl (validated with the scorer's rules)
+set -euo pipefail
+
+log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
+
+# --preset must be known before the defaults below are chosen.
+preset=default
+_args=("$@")
+for ((_i = 0; _i < ${#_args[@]}; _i++)); do
+  case "${_args[_i]}" in
+    --preset) preset="${_args[_i + 1]:-}" ;;
+    --preset=*) preset="${_args[_i]#--preset=}" ;;
+  esac
+done
+case "${preset}" in
+  ci|default|large) ;;
+  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 1 ;;
+esac
+
+stage=0                 # first stage to run
+stop_stage=8            # last stage to run
+nj=2                    # parallel jobs for dump and baselines
+corpus_dir=corpus/sqa_mini_${preset}   # where stage 0 writes the mini corpus
+seed=0                  # corpus seed
+data_dir=data           # Kaldi-style data dirs
+dump_dir=dump           # features + 16 kHz audio
+exp_dir=exp             # models, logs, results
+train_set=train         # training set name
+dev_set=dev             # set used for early stopping and tuning
+test_sets=test          # space-separated sets to infer and score
+train_config=conf/train_${preset}.yaml   # training hyper-parameters
+tag=${preset}           # model dir is exp/sqa_<tag>
+prep_opts=""            # extra options for `chorus-prep qualispeech` (real data)
+run_baselines=true      # stage 4 on/off
+num_plots=4             # recordings plotted in stage 7
+copy_results=auto       # copy RESULTS.md into the recipe dir (auto: only for preset default)
+help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop-stage M] [options]
+Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals."
+
+. ./path.sh
+. ./cmd.sh
+. ./db.sh
+. utils/parse_options.sh
+
+if [ $# -ne 0 ]; then
+  echo "${help_message}" >&2
+  echo "$0: unexpected arguments: $*" >&2
+  exit 1
+fi
+
+model_dir=${exp_dir}/sqa_${tag}
+stats_file=${exp_dir}/sqa_stats/feats_stats.npz
+all_sets="${train_set} ${dev_set} ${test_sets}"
+baseline_dir=${exp_dir}/sqa_baselines
+real_corpus=${QUALISPEECH:-}
+mkdir -p "${exp_dir}"
+# wall time across resumed runs: seconds spent by earlier runs of this recipe (stage 0 resets it)
+[ ${stage} -le 0 ] && echo 0 > "${exp_dir}/.sqa_seconds"
+prior_seconds=$(cat "${exp_dir}/.sqa_seconds" 2>/dev/null || echo 0)
+trap 'echo $(( SECONDS + prior_seconds )) > "${exp_dir}/.sqa_seconds"' EXIT
+
+if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
+  if [ -n "${real_corpus}" ]; then
+    log "stage 0: using QualiSpeech at ${real_corpus} (db.sh); nothing to generate"
+  elif [ -f "${corpus_dir}/.done" ]; then
+    log "stage 0: mini corpus already in ${corpus_dir}"
+  else
+    log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir}"
+    mkdir -p "${exp_dir}/log"
+    chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
+      --nj "${nj}" --cmd "${train_cmd}" 2>&1 | tee "${exp_dir}/log/synth_sqa.log"
+    [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${exp_dir}/log/synth_sqa.log)"; exit 1; }
+  fi
+fi
+
+if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
+  log "stage 1: data preparation"
+  if [ -n "${real_corpus}" ]; then
+    mkdir -p "${exp_dir}/log"
+    # shellcheck disable=SC2086
+    ${train_cmd} "${exp_dir}/log/prep_qualispeech.log" \
+      chorus-prep qualispeech --src "${real_corpus}" --out "${data_dir}" ${prep_opts}
+  else
+    for s in ${all_sets}; do
+      [ -d "${corpus_dir}/data/${s}" ] || { log "no ${corpus_dir}/data/${s}: run stage 0"; exit 1; }
+      mkdir -p "${data_dir}/${s}"
+      for f in wav.scp utt2spk spk2utt utt2dur; do
+        [ -f "${corpus_dir}/data/${s}/${f}" ] && cp "${corpus_dir}/data/${s}/${f}" "${data_dir}/${s}/${f}"
+      done
+      cp "${corpus_dir}/ref/${s}.jsonl" "${data_dir}/${s}/ref.jsonl"
+    done
+  fi
+  for s in ${all_sets}; do
+    for f in wav.scp ref.jsonl; do
+      [ -s "${data_dir}/${s}/${f}" ] || { log "missing or empty ${data_dir}/${s}/${f}"; exit 1; }
+    done
+    log "  ${s}: $(wc -l < "${data_dir}/${s}/wav.scp") recordings"
+  done
+fi
+
+if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
+  log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
+  for s in ${all_sets}; do
+    out=${dump_dir}/${s}
+    if [ -f "${out}/.done" ]; then log "  ${s}: already dumped"; continue; fi
+    mkdir -p "${out}/split${nj}" "${out}/log"
+    # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
+    n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
+    _nj=$(( n_utt < nj ? n_utt : nj ))
+    rm -f "${out}"/split${nj}/wav.*.scp
+    awk -v n="${_nj}" -v d="${out}/split${nj}" '{ print > (d "/wav." ((NR - 1) % n + 1) ".scp") }' \
+      "${data_dir}/${s}/wav.scp"
+    ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
+      python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB
+    for f in feats wav; do
+      for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
+    done
+    for f in utt2num_frames utt2dur bad; do
+      for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}"; done | sort > "${out}/${f}"
+    done
+    cp "${data_dir}/${s}/ref.jsonl" "${out}/ref.jsonl"
+    echo "${_nj}" > "${out}/nj"
+    n_bad=$(wc -l < "${out}/bad")
+    if [ "${n_bad}" -gt 0 ]; then
+      log "  ${s}: skipped ${n_bad} of ${n_utt} recordings (unreadable, empty or too short); list: ${out}/bad"
+      head -n 3 "${out}/bad" | sed 's/^/    /'
+    fi
+    [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
+    log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
+    touch "${out}/.done"
+  done
+fi
+
+if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
+  log "stage 3: global feature statistics of ${train_set}"
+  mkdir -p "$(dirname "${stats_file}")/log"
+  ${train_cmd} "$(dirname "${stats_file}")/log/stats.log" \
+    python -m pyutils.sqa.features stats --feats-scp "${dump_dir}/${train_set}/feats.scp" --out "${stats_file}"
+fi
+
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true ]; then
+  log "stage 4: non-learned baselines (silero-vad pauses, DNSMOS, energy noise)"
+  for s in ${dev_set} ${test_sets}; do
+    out=${baseline_dir}/${s}
+    if [ -f "${out}/.raw.done" ]; then continue; fi
+    mkdir -p "${out}/log"
+    _nj=$(cat "${dump_dir}/${s}/nj")
+    ${decode_cmd} JOB=1:${_nj} "${out}/log/measure.JOB.log" \
+      python -m pyutils.sqa.baselines measure --wav-scp "${dump_dir}/${s}/wav.JOB.scp" \
+        --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl"
+    for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
+    touch "${out}/.raw.done"
+  done
+  ${decode_cmd} "${baseline_dir}/log/tune.log" \
+    python -m pyutils.sqa.baselines tune --measures "${baseline_dir}/${dev_set}/measures.jsonl" \
+      --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${baseline_dir}/params.json"
+  for s in ${test_sets}; do
+    out=${baseline_dir}/${s}
+    python -m pyutils.sqa.baselines hyp --measures "${out}/measures.jsonl" --params "${baseline_dir}/params.json" \
+      --all-ids "${data_dir}/${s}/wav.scp" --outdir "${out}"
+    chorus-score sqa --ref "${data_dir}/${s}/ref.jsonl" --hyp "${out}/hyp_combined.jsonl" \
+      --output-json "${out}/score_combined.json" > "${out}/score_combined.txt"
+    log "  ${s}: baseline (combined) $(grep -m1 'Final' "${out}/score_combined.txt" | sed 's/^ *//')"
+  done
+fi
+
+if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
+  log "stage 5: train the SQA model -> ${model_dir} (config ${train_config}; log ${model_dir}/log/train.log)"
+  mkdir -p "${model_dir}/log"
+  if [ -f "${model_dir}/.train.done" ]; then
+    log "  already trained (remove ${model_dir}/.train.done to retrain)"
+  else
+    ${cuda_cmd} "${model_dir}/log/train.log" \
+      python -m pyutils.sqa.train --config "${train_config}" --resume \
+        --train-dir "${dump_dir}/${train_set}" --train-ref "${dump_dir}/${train_set}/ref.jsonl" \
+        --dev-dir "${dump_dir}/${dev_set}" --dev-ref "${dump_dir}/${dev_set}/ref.jsonl" \
+        --stats "${stats_file}" --outdir "${model_dir}"
+    grep -E '^epoch|^best|^stopping' "${model_dir}/log/train.log" | tail -n 3 | sed 's/^/    /'
+    touch "${model_dir}/.train.done"
+  fi
+  log "  tuning post-processing on ${dev_set} (log ${model_dir}/log/tune_postproc.log)"
+  _quick=""; [ "${preset}" = ci ] && _quick="--quick"
+  ${decode_cmd} "${model_dir}/log/infer_${dev_set}.log" \
+    python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${dev_set}" \
+      --outdir "${model_dir}/infer_${dev_set}"
+  ${decode_cmd} "${model_dir}/log/tune_postproc.log" \
+    python -m pyutils.sqa.postproc tune ${_quick} --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
+      --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
+  grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
+fi
+
+if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
+  log "stage 6: inference on ${test_sets}"
+  for s in ${test_sets}; do
+    ${decode_cmd} "${model_dir}/log/infer_${s}.log" \
+      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${s}" \
+        --outdir "${model_dir}/infer_${s}" --postproc "${model_dir}/postproc.json" \
+        --all-ids "${data_dir}/${s}/wav.scp"
+    tail -n 2 "${model_dir}/log/infer_${s}.log" | grep -v '^#' | sed 's/^/    /' || true
+  done
+fi
+
+if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
+  log "stage 7: scoring, RESULTS.md and plots"
+  for s in ${test_sets}; do
+    chorus-score sqa --ref "${data_dir}/${s}/ref.jsonl" --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
+      --output-json "${model_dir}/infer_${s}/score.json" > "${model_dir}/infer_${s}/score.txt"
+    sed 's/^/    /' "${model_dir}/infer_${s}/score.txt"
+    ${decode_cmd} "${model_dir}/log/plots_${s}.log" \
+      python -m pyutils.sqa.plots --infer-dir "${model_dir}/infer_${s}" --ref "${data_dir}/${s}/ref.jsonl" \
+        --wav-scp "${dump_dir}/${s}/wav.scp" --num "${num_plots}" --outdir "${model_dir}/plots_${s}"
+  done
+  python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
+    --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
+    --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
+  log "  wrote ${model_dir}/RESULTS.md"
+  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
+    cp "${model_dir}/RESULTS.md" RESULTS.md
+    log "  copied to $(pwd)/RESULTS.md"
+  fi
+  grep -E '^Final' "${model_dir}/RESULTS.md" | sed 's/^/    /'
+fi
+
+if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
+  log "stage 8: package submissions"
+  mkdir -p submission
+  for s in ${test_sets}; do
+    python -m pyutils.sqa.package --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
+      --ids "${data_dir}/${s}/wav.scp" --out "submission/sqa_${s}.jsonl"
+  done
+fi
+log "done (stages ${stage}..${stop_stage})"

@@ -1,0 +1,446 @@
+#!/usr/bin/env bash
+# Vietnamese zero-shot voice conversion (VLSP 2025 VC) as an ESPnet cascade.
+# espnet2 has no VC task, so a conversion is: ASR(source) -> text, then
+# TTS(text, speaker embedding of the target's reference clip) -> waveform.
+# Every model is trained in-recipe (challenge Task 2, the default); with
+# --task 1, local checkpoints may replace any of them (--pretrained_*).
+#
+#   0 corpus      mini corpus (chorus-synth vc) or VLSP 2025 VC (chorus-prep vlsp_vc, db.sh)
+#   1 data prep   data/: normalised transcripts, speaker-stratified dev split,
+#                 pairs lists validated (every problem at once) -> <name>_pairs_{src,ref}
+#   2 format      dump/raw/<set>: 16 kHz mono PCM16 audio (pyutils.asr.dump_audio)
+#   3 speaker     ESPnet-SPK x-vector trained on transcribed + audio-only speech;
+#                 embeddings of training utterances and of every reference clip
+#   4 ASR         Vietnamese character ASR (local/nvv_asr.sh stages 2-6)
+#   5 TTS         multi-speaker TTS conditioned on the embeddings (local/nvv_tts.sh 2-5)
+#   6 convert     ASR of the sources -> TTS with the references' embeddings ->
+#                 exp/vc/convert_<name>/wav/<converted name> (16 kHz PCM16), validated
+#   7 evaluate    SIM(ref,out), SIM(src,out) (resemblyzer), MOS (DNSMOS), WER (recipe ASR)
+#                 -> chorus-score vc -> exp/vc/RESULTS.md
+#   8 package     submission/<name>/ (+ .zip), chorus-score validate-vc
+#
+# Every stage prints "stage N: ..." and logs per job under exp/ or dump/; a finished
+# step leaves its output (or a .done marker) and is skipped when run again.
+set -euo pipefail
+
+log() {
+  local fname=${BASH_SOURCE[1]##*/}
+  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
+}
+min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
+nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+SECONDS=0
+_cmdline="$0 $*"
+
+# ---------------------------------------------------------------- options
+stage=0                  # first stage to run
+stop_stage=8             # last stage to run
+preset=default           # ci|default|large: corpus size and model configs
+task=2                   # 2: no external pretrained models (all trained here); 1: --pretrained_* allowed
+nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
+ngpu=0                   # GPUs for training
+corpus=mini              # mini (chorus-synth vc) | vlsp2025 (VLSP2025_VC in db.sh)
+corpus_dir=              # default: corpus/mini_vc_<preset> or corpus/vlsp2025_vc
+datadir=data
+dumpdir=dump
+expdir=exp
+pairs_sets=test          # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
+pairs=                   # convert this pairs TSV instead (its name: file name without .tsv)
+audio_root=              # base of relative paths in a pairs list (default: the TSV's folder)
+dev_per_spk=2            # utterances per training speaker held out for validation
+# speaker model
+spk_config=              # default: conf/train_spk_xvector_<preset>.yaml
+spk_args=                # extra espnet2.bin.spk_train arguments
+spk_use_audio_only=true  # train the speaker model on the audio-only set too
+spk_inference_model=valid.eer.best.pth
+pretrained_spk=          # task 1: ESPnet-SPK exp dir (config.yaml + ${spk_inference_model})
+# ASR
+asr_config=              # default: conf/train_asr_vi_<preset>.yaml
+asr_args=                # extra espnet2.bin.asr_train arguments
+asr_inference_model=valid.acc.ave.pt
+pretrained_asr=          # task 1: ESPnet ASR exp dir (config.yaml + ${asr_inference_model})
+# TTS
+tts_config=              # default: conf/train_tts_vi_<preset>.yaml
+tts_args=                # extra ESPnet TTS trainer arguments
+tts_token_type=char      # char|phn (espeak-ng Vietnamese phonemes)
+tts_inference_model=latest.pth
+tts_inference_args="--maxlenratio 10.0 --minlenratio 0.0"
+tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR transcripts
+pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
+# conversion / evaluation
+f0_match=false           # shift each output's median F0 to the reference's (sox pitch)
+submission_dir=submission
+
+help_message=$(cat <<EOF
+Usage: $0 [options]   (run from egs/vivc through its run.sh)
+
+Vietnamese zero-shot VC cascade, stages 0-8 (header of local/vc.sh lists them).
+Examples:
+  ./run.sh                                    # mini corpus, default preset, Task 2
+  ./run.sh --preset ci                        # whole recipe in a few minutes
+  ./run.sh --corpus vlsp2025                  # VLSP 2025 VC data (VLSP2025_VC in db.sh)
+  ./run.sh --stage 6 --pairs my_pairs.tsv     # convert your own pairs with trained models
+  ./run.sh --task 1 --pretrained_asr /models/asr_vi --pretrained_spk /models/spk
+EOF
+)
+
+. utils/parse_options.sh
+if [ $# -ne 0 ]; then
+  echo "${help_message}" >&2
+  echo "$0: unexpected argument(s): $*  (options are --name value)" >&2
+  exit 2
+fi
+for f in path.sh cmd.sh db.sh; do
+  [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from egs/vivc" >&2; exit 1; }
+done
+. ./path.sh
+. ./cmd.sh
+. ./db.sh
+
+case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large" >&2; exit 2 ;; esac
+case "${task}" in
+  1) ;;
+  2) if [ -n "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ]; then
+       echo "$0: --task 2 forbids external pretrained models; use --task 1 with --pretrained_*" >&2; exit 2
+     fi ;;
+  *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;;
+esac
+for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
+  if [ -n "${_p}" ] && [ ! -f "${_p}/config.yaml" ]; then
+    echo "$0: pretrained model dir ${_p} has no config.yaml" >&2; exit 2
+  fi
+done
+
+: "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
+: "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
+: "${tts_config:=conf/train_tts_vi_${preset}.yaml}"
+if [ -z "${corpus_dir}" ]; then
+  case "${corpus}" in
+    mini) corpus_dir=corpus/mini_vc_${preset} ;;
+    vlsp2025) corpus_dir=corpus/vlsp2025_vc ;;
+    *) echo "$0: --corpus must be mini or vlsp2025" >&2; exit 2 ;;
+  esac
+fi
+if [ -n "${pairs}" ]; then
+  [ -f "${pairs}" ] || { echo "$0: --pairs ${pairs} not found" >&2; exit 1; }
+  pairs_sets=$(basename "${pairs}" .tsv)
+fi
+pairs_tsv() {  # name -> pairs TSV
+  if [ -n "${pairs}" ]; then echo "${pairs}"; else echo "${corpus_dir}/pairs/$1.tsv"; fi
+}
+
+spk_exp=${pretrained_spk:-${expdir}/spk_xvector}
+asr_exp=${pretrained_asr:-${expdir}/asr_vi_char}
+tts_exp=${pretrained_tts:-${expdir}/tts_vi}
+vc_exp=${expdir}/vc
+emb_dir=${dumpdir}/xvector
+asr_dump=${dumpdir}/asr
+tts_data=${datadir}/tts
+tts_dump=${dumpdir}/tts
+asr_common=(--lang vi --token_type char --nvv_tags false --preset "${preset}" --nj "${nj}"
+  --datadir "${dumpdir}/raw" --dumpdir "${asr_dump}" --expdir "${expdir}" --asr_exp "${asr_exp}"
+  --train_set tr_text --valid_set dev_text --inference_model "${asr_inference_model}"
+  --inference_tag decode --copy_results false)
+tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj "${nj}"
+  --skip_data_prep true --data_dir "${tts_data}" --dump_dir "${tts_dump}" --exp_dir "${expdir}"
+  --tts_config "${tts_config}" --tts_exp "${tts_exp}" --train_set tts_train --valid_set tts_dev
+  --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}")
+mkdir -p "${vc_exp}/log"
+
+log "${_cmdline}"
+log "preset=${preset} task=${task} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
+
+# The recipe ASR (local/nvv_asr.sh) on Kaldi dirs under dump/raw.
+local_asr() {
+  ./local/nvv_asr.sh "${asr_common[@]}" "$@"
+}
+# asr_decode SET... -> ${asr_exp}/decode/<set>/text
+asr_decode() {
+  local_asr --stage 2 --stop_stage 2 --test_sets "$*"
+  local_asr --stage 6 --stop_stage 6 --test_sets "$*"
+}
+
+# ---------------------------------------------------------------- stage 0
+if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
+  log "stage 0: corpus (${corpus}) -> ${corpus_dir}"
+  if [ -f "${corpus_dir}/.done" ]; then
+    log "stage 0: ${corpus_dir}/.done exists, keeping it"
+  elif [ "${corpus}" = mini ]; then
+    chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
+    [ -f "${corpus_dir}/.done" ] || touch "${corpus_dir}/.done"
+  else
+    [ -n "${VLSP2025_VC:-}" ] || { echo "$0: --corpus vlsp2025 needs VLSP2025_VC=<dir> in db.sh" >&2; exit 1; }
+    mkdir -p "${corpus_dir}/pairs"
+    chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
+      --pairs-out "${corpus_dir}/pairs/test.tsv"
+    touch "${corpus_dir}/.done"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 1
+if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
+  log "stage 1: data prep -> ${datadir}"
+  for s in train_text train_audio test_src test_ref; do
+    _src=${corpus_dir}/data/${s}
+    if [ ! -f "${_src}/wav.scp" ]; then
+      [ "${s}" = train_audio ] && { log "  no audio-only set (${_src})"; continue; }
+      echo "$0: ${_src}/wav.scp not found (run stage 0)" >&2; exit 1
+    fi
+    rm -rf "${datadir:?}/${s}"; mkdir -p "${datadir}/${s}"
+    for f in wav.scp utt2spk spk2utt utt2dur; do
+      [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${datadir}/${s}/${f}"
+    done
+    if [ -f "${_src}/text" ]; then
+      cp "${_src}/text" "${datadir}/${s}/text.orig"
+      python -m pyutils.vc.prep norm-text "${_src}/text" "${datadir}/${s}/text"
+    fi
+    log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances, $(nlines "${datadir}/${s}/spk2utt") speakers"
+  done
+  python -m pyutils.vc.prep holdout --data "${datadir}/train_text" --n-per-spk "${dev_per_spk}" \
+    --train "${datadir}/tr_text" --dev "${datadir}/dev_text"
+  # The pairs lists: every problem of a list is reported at once, before any conversion.
+  for name in ${pairs_sets}; do
+    _tsv=$(pairs_tsv "${name}")
+    python -m pyutils.vc.pairs --pairs "${_tsv}" ${audio_root:+--audio-root "${audio_root}"} \
+      --src-text-dir "${datadir}/test_src" \
+      --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 2
+_dump_sets="tr_text dev_text"
+[ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
+for name in ${pairs_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
+if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
+  log "stage 2: format audio (16 kHz mono PCM16) -> ${dumpdir}/raw"
+  for s in ${_dump_sets}; do
+    _src=${datadir}/${s}; _out=${dumpdir}/raw/${s}
+    if [ -f "${_out}/.done" ] && [ "${_out}/.done" -nt "${_src}/wav.scp" ]; then
+      log "  ${_out} done, skipping"; continue
+    fi
+    rm -rf "${_out}"; mkdir -p "${_out}/log"
+    _nj=$(min "${nj}" "$(nlines "${_src}/wav.scp")")
+    python -m pyutils.tts.audio split-scp "${_src}/wav.scp" "${_out}/log/wav" "${_nj}"
+    _onerr=fail
+    case "${s}" in *_pairs_*) _onerr=fail ;; esac
+    ${train_cmd} JOB=1:"${_nj}" "${_out}/log/dump.JOB.log" \
+      python -m pyutils.asr.dump_audio --fs 16000 --on-error "${_onerr}" --min-dur 0.3 \
+        "${_out}/log/wav.JOB.scp" "${_out}/format.JOB"
+    for f in wav.scp utt2dur; do
+      for i in $(seq "${_nj}"); do cat "${_out}/format.${i}/${f}"; done | sort > "${_out}/${f}"
+    done
+    for f in text text.orig utt2spk spk2utt pairs.tsv; do
+      [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_out}/${f}"
+    done
+    touch "${_out}/.done"
+    log "  ${_out}: $(nlines "${_out}/wav.scp") utterances"
+  done
+fi
+
+# ---------------------------------------------------------------- stage 3
+# Embedding extraction with the speaker model: spk_extract SET -> ${emb_dir}/SET/xvector.scp
+spk_extract() {
+  local s=$1 _t=${emb_dir}/$1/trials _o=${emb_dir}/$1
+  mkdir -p "${_o}/log"
+  python -m pyutils.vc.spk_embed extract-trials --data "${dumpdir}/raw/${s}" --out "${_t}"
+  rm -rf "${_o}/npz"; mkdir -p "${_o}/npz"   # spk_embed_extract needs its output dir to exist
+  ${decode_cmd} "${_o}/log/extract.log" \
+    python -m espnet2.bin.spk_embed_extract --use_preprocessor true --output_dir "${_o}/npz" \
+      --data_path_and_name_and_type "${_t}/trial.scp,speech,sound" \
+      --data_path_and_name_and_type "${_t}/trial2.scp,speech2,sound" \
+      --data_path_and_name_and_type "${_t}/trial_label,spk_labels,text" \
+      --shape_file "${_t}/speech_shape" --fold_length 120000 --average_embd true \
+      --spk_train_config "${spk_exp}/config.yaml" --spk_model_file "${spk_exp}/${spk_inference_model}"
+  python -m pyutils.vc.spk_embed to-ark --npz "${_o}/npz/trials_embeddings.npz" \
+    --data "${dumpdir}/raw/${s}" --out "${_o}"
+}
+if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
+  if [ -n "${pretrained_spk}" ]; then
+    log "stage 3: speaker model: pretrained ${pretrained_spk} (task 1), not trained"
+  elif [ -f "${spk_exp}/.train.done" ]; then
+    log "stage 3: ${spk_exp}/.train.done exists, not training again"
+  else
+    log "stage 3: train the speaker model (${spk_config}) -> ${spk_exp}"
+    _tr=${dumpdir}/raw/spk_train
+    _srcs=("${dumpdir}/raw/tr_text")
+    if [ "${spk_use_audio_only}" = true ] && [ -f "${dumpdir}/raw/train_audio/wav.scp" ]; then
+      _srcs+=("${dumpdir}/raw/train_audio")
+    fi
+    rm -rf "${_tr}"; mkdir -p "${_tr}"
+    for f in wav.scp utt2spk utt2dur; do cat "${_srcs[@]/%//${f}}" | sort > "${_tr}/${f}"; done
+    awk '{s[$2]=s[$2]" "$1} END {for (k in s) print k s[k]}' "${_tr}/utt2spk" | sort > "${_tr}/spk2utt"
+    cp "${_tr}/spk2utt" "${_tr}/category2utt"   # the category iterator samples by speaker
+    awk '{printf "%s %d\n", $1, $2 * 16000}' "${_tr}/utt2dur" > "${_tr}/speech_shape"
+    python -m pyutils.vc.spk_embed valid-trials --data "${dumpdir}/raw/dev_text" \
+      --out "${dumpdir}/raw/spk_valid" --n 200
+    _nspk=$(nlines "${_tr}/spk2utt")
+    log "  ${_nspk} speakers, $(nlines "${_tr}/wav.scp") utterances ($(echo "${_srcs[@]}")); log: ${spk_exp}/train.log"
+    mkdir -p "${spk_exp}"
+    _cmd=${train_cmd}; [ "${ngpu}" -gt 0 ] && _cmd=${cuda_cmd}
+    # shellcheck disable=SC2086
+    ${_cmd} --gpu "${ngpu}" "${spk_exp}/train.log" \
+      python -m espnet2.bin.spk_train --use_preprocessor true --ngpu "${ngpu}" \
+        --config "${spk_config}" --use_tensorboard false \
+        --train_data_path_and_name_and_type "${_tr}/wav.scp,speech,sound" \
+        --train_data_path_and_name_and_type "${_tr}/utt2spk,spk_labels,text" \
+        --valid_data_path_and_name_and_type "${dumpdir}/raw/spk_valid/trial.scp,speech,sound" \
+        --valid_data_path_and_name_and_type "${dumpdir}/raw/spk_valid/trial2.scp,speech2,sound" \
+        --valid_data_path_and_name_and_type "${dumpdir}/raw/spk_valid/trial_label,spk_labels,text" \
+        --train_shape_file "${_tr}/speech_shape" --valid_shape_file "${dumpdir}/raw/spk_valid/speech_shape" \
+        --fold_length 120000 --spk2utt "${_tr}/spk2utt" --spk_num "${_nspk}" \
+        --resume true --output_dir "${spk_exp}" ${spk_args}
+    [ -e "${spk_exp}/${spk_inference_model}" ] || { echo "$0: no ${spk_exp}/${spk_inference_model}; see ${spk_exp}/train.log" >&2; exit 1; }
+    grep -o "valid\] eer=[0-9.]*" "${spk_exp}/train.log" | tail -n 1 | sed 's/^/  last epoch: /' || true
+    touch "${spk_exp}/.train.done"
+  fi
+  log "stage 3: speaker embeddings -> ${emb_dir}/<set>/xvector.scp"
+  _emb_sets="tr_text dev_text"
+  for name in ${pairs_sets}; do _emb_sets+=" ${name}_pairs_ref"; done
+  [ "${tts_audio_only_asr}" = true ] && _emb_sets+=" train_audio"
+  for s in ${_emb_sets}; do
+    spk_extract "${s}"
+  done
+  python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/npz/trials_embeddings.npz" \
+    --trials "${dumpdir}/raw/spk_valid/trial_label" | tee "${spk_exp}/eer_dev.txt" || true
+fi
+
+# ---------------------------------------------------------------- stage 4
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+  if [ -n "${pretrained_asr}" ]; then
+    log "stage 4: ASR: pretrained ${pretrained_asr} (task 1), not trained"
+  else
+    log "stage 4: Vietnamese character ASR (${asr_config}) -> ${asr_exp} (local/nvv_asr.sh stages 2-6)"
+    mkdir -p "${asr_exp}"
+    local_asr --stage 2 --stop_stage 6 --test_sets dev_text --asr_config "${asr_config}" \
+      ${asr_args:+--asr_args "${asr_args}"} 2>&1 | tee "${vc_exp}/log/asr.log"
+    _wer=$(python -m pyutils.vc.evaluate wer --ref "${dumpdir}/raw/dev_text/text" \
+      --hyp "${asr_exp}/decode/dev_text/text" 2>/dev/null || echo "n/a")
+    log "  ASR WER on dev_text (held-out utterances of training speakers): ${_wer}"
+  fi
+  if [ "${tts_audio_only_asr}" = true ] && [ -f "${dumpdir}/raw/train_audio/wav.scp" ]; then
+    log "stage 4: ASR transcripts of the audio-only set (for TTS training)"
+    asr_decode train_audio 2>&1 | tee -a "${vc_exp}/log/asr.log"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 5
+if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
+  _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
+  python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/dev_text/text" --utt2spk "${dumpdir}/raw/dev_text/utt2spk" \
+    --embed "${emb_dir}/dev_text/xvector.scp" --wav-scp "${dumpdir}/raw/dev_text/wav.scp" --out "${tts_data}/tts_dev"
+  if [ -n "${pretrained_tts}" ]; then
+    log "stage 5: TTS: pretrained ${pretrained_tts} (task 1), not trained"
+  else
+    log "stage 5: multi-speaker TTS conditioned on ${_edim}-dim speaker embeddings (${tts_config}) -> ${tts_exp}"
+    python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/tr_text/text" --utt2spk "${dumpdir}/raw/tr_text/utt2spk" \
+      --embed "${emb_dir}/tr_text/xvector.scp" --wav-scp "${dumpdir}/raw/tr_text/wav.scp" --out "${tts_data}/tts_train"
+    if [ "${tts_audio_only_asr}" = true ] && [ -f "${asr_exp}/decode/train_audio/text" ]; then
+      python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/train_audio/text" \
+        --utt2spk "${dumpdir}/raw/train_audio/utt2spk" --embed "${emb_dir}/train_audio/xvector.scp" \
+        --wav-scp "${dumpdir}/raw/train_audio/wav.scp" --out "${tts_data}/tts_audio_asr"
+      for f in text utt2spk spk_embed.scp wav.scp; do
+        cat "${tts_data}/tts_train/${f}" "${tts_data}/tts_audio_asr/${f}" | sort -o "${tts_data}/tts_train/${f}"
+      done
+      awk '{s[$2]=s[$2]" "$1} END {for (k in s) print k s[k]}' "${tts_data}/tts_train/utt2spk" | sort > "${tts_data}/tts_train/spk2utt"
+      log "  + $(nlines "${tts_data}/tts_audio_asr/text") audio-only utterances with ASR transcripts"
+    fi
+    ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 5 --test_sets tts_dev \
+      --spk_embed_dim "${_edim}" ${tts_args:+--train_args "${tts_args}"} 2>&1 | tee "${vc_exp}/log/tts.log"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 6
+if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
+  _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
+  for name in ${pairs_sets}; do
+    log "stage 6: convert the pairs of ${name}"
+    # Checked again here: a list edited after stage 1 must not fail halfway through.
+    python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"}
+    _src=${name}_pairs_src
+    log "  ASR of the ${name} sources"
+    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
+    [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
+    python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/${_src}/text" \
+      --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
+      --out "${tts_data}/${name}_pairs"
+    _n=$(nlines "${dumpdir}/raw/${_src}/wav.scp"); _nt=$(nlines "${tts_data}/${name}_pairs/text")
+    if [ "${_nt}" -lt "${_n}" ]; then
+      log "  WARNING: $((_n - _nt)) of ${_n} sources got an empty ASR transcript; they are synthesised from a pause mark"
+      python -m pyutils.vc.prep tts-dir --text <(awk 'NF==1 {print $1, ","; next} {print}' "${asr_exp}/decode/${_src}/text") \
+        --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
+        --out "${tts_data}/${name}_pairs"
+    fi
+    log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
+    {
+      ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${name}_pairs" --spk_embed_dim "${_edim}"
+      ./local/nvv_tts.sh "${tts_common[@]}" --stage 6 --stop_stage 6 --test_sets "${name}_pairs" \
+        --spk_embed_dim "${_edim}" --inference_args "${tts_inference_args}"
+    } > "${vc_exp}/log/tts_${name}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/tts_${name}.log" >&2; exit 1; }
+    _out=${vc_exp}/convert_${name}/wav
+    rm -rf "${_out}"
+    ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
+      python -m pyutils.vc.convert --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
+        --tts-dir "${tts_exp}/synth_${name}_pairs/wav" --out "${_out}" --f0-match "${f0_match}"
+    tail -n 1 "${vc_exp}/log/convert_${name}.log"
+    chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}" | tail -n 2
+  done
+fi
+
+# ---------------------------------------------------------------- stage 7
+if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
+  _report_args=()
+  for name in ${pairs_sets}; do
+    log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: recipe ASR)"
+    _src=${name}_pairs_src; _o=${name}_pairs_out; _e=${vc_exp}/eval_${name}
+    mkdir -p "${_e}" "${dumpdir}/raw/${_o}"
+    # the converted files as a data dir keyed by pair id, decoded by the recipe ASR
+    awk -F'\t' -v d="$(pwd)/${vc_exp}/convert_${name}/wav" '{print $1, d "/" $4}' \
+      "${dumpdir}/raw/${_src}/pairs.tsv" | sort > "${dumpdir}/raw/${_o}/wav.scp"
+    awk '{print $1, $1}' "${dumpdir}/raw/${_o}/wav.scp" > "${dumpdir}/raw/${_o}/utt2spk"
+    cp "${dumpdir}/raw/${_o}/utt2spk" "${dumpdir}/raw/${_o}/spk2utt"
+    asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    # reference words: the source transcript, else the ASR transcript of the source
+    if [ -f "${dumpdir}/raw/${_src}/text" ]; then
+      _ref=${dumpdir}/raw/${_src}/text; _refdesc="source transcripts"
+    else
+      _ref=${asr_exp}/decode/${_src}/text; _refdesc="ASR transcripts of the sources (no source transcripts)"
+    fi
+    log "  WER reference: ${_refdesc}"
+    ${decode_cmd} "${_e}/log/evaluate.log" \
+      python -m pyutils.vc.evaluate --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
+        --out-dir "${vc_exp}/convert_${name}/wav" --ref-text "${_ref}" \
+        --hyp-text "${asr_exp}/decode/${_o}/text" --output "${_e}/components.tsv"
+    tail -n 1 "${_e}/log/evaluate.log"
+    chorus-score vc --hyp "${_e}/components.tsv" --output-json "${_e}/score.json" | sed 's/^/  /'
+    _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json")
+  done
+  python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
+    --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
+    --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
+    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, elapsed so far ${SECONDS}s." \
+    > "${vc_exp}/log/report.log"
+  log "stage 7: ${vc_exp}/RESULTS.md"
+  grep -E "^(## |Score:|SIM_gain:)" "${vc_exp}/RESULTS.md" | sed 's/^/  /'
+  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ]; then
+    cp "${vc_exp}/RESULTS.md" RESULTS.md
+    for name in ${pairs_sets}; do
+      [ -f "${vc_exp}/sim_${name}.png" ] && cp "${vc_exp}/sim_${name}.png" .
+    done
+    log "  copied to $(pwd)/RESULTS.md"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 8
+if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
+  for name in ${pairs_sets}; do
+    _sub=${submission_dir}/${name}
+    log "stage 8: package ${name} -> ${_sub} (+ ${_sub}.zip)"
+    rm -rf "${_sub}"; mkdir -p "${_sub}"
+    cp "${vc_exp}/convert_${name}/wav/"*.wav "${_sub}/"
+    chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_sub}" | tail -n 1
+    (cd "${_sub}" && python -c "import zipfile,os,sys; z=zipfile.ZipFile(sys.argv[1]+'.tmp','w',zipfile.ZIP_DEFLATED); [z.write(f) for f in sorted(os.listdir('.')) if f.endswith('.wav')]; z.close(); os.replace(sys.argv[1]+'.tmp', sys.argv[1])" "../${name}.zip")
+    log "  $(find "${_sub}" -name '*.wav' | wc -l) files, ${_sub}.zip"
+  done
+fi
+
+log "Successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"

@@ -1,0 +1,295 @@
+"""Alignment pieces of the Track 1 protocol: boundary map, F1 matching, mNTD.
+
+Why own dynamic programmes here: rapidfuzz gives the edit *distance* fast
+(used for tagged WER/CER and to bound the search below), but its alignment
+backtrace breaks ties differently (it prefers deletions first), while the
+protocol fixes the backtrace order "diagonal, then delete a reference unit,
+then insert a hypothesis unit". The mapping of tag positions depends on that
+order, so :func:`boundary_map` re-runs the DP with the protocol's tie-break.
+
+Speed: the DP only needs the cells that can lie on a minimum-edit path. With
+``d`` the edit distance (rapidfuzz) and ``c = n - m``, a cell ``(i, j)`` on such
+a path has ``dp[i][j] >= |i-j|`` and a remaining cost ``>= |c-(i-j)|``, so
+``|i-j| + |c-(i-j)| <= d``. Cells outside that band are set to infinity; band
+values are >= the true values and equal them on every optimal path, so each
+equality test of the backtrace gives the same answer as on the full matrix.
+A common *suffix* is matched diagonally by the backtrace (it starts at the
+end and prefers the diagonal), so it is trimmed first. A common *prefix* of
+length p cannot simply be cut (the backtrace may leave the diagonal inside
+it), but every cell with min(i, j) <= p has the closed-form value |i - j|, so
+the DP runs on the remainders only and the backtrace continues on the closed
+form (see ``_boundary_map_core``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Sequence, Tuple
+
+from rapidfuzz.distance import Levenshtein
+
+from pyutils.scoring.textnorm import Event
+
+_INF = 1 << 40
+
+
+def edit_distance(ref: Sequence, hyp: Sequence) -> int:
+    """Unit-cost Levenshtein distance between two token sequences (rapidfuzz, C)."""
+    return Levenshtein.distance(ref, hyp)
+
+
+def boundary_map(ref: Sequence[int], hyp: Sequence[int]) -> List[int]:
+    """Map each hypothesis boundary j (after j units) to a reference boundary.
+
+    Minimum-edit alignment, backtrace from the end preferring diagonal, then
+    deletion of a reference unit, then insertion of a hypothesis unit; walking
+    the path forward, boundary j maps to the smallest reference boundary
+    visited while at j (the first one visited). Tokens must be comparable
+    with ``==`` (ints are fastest).
+    """
+    n, m = len(ref), len(hyp)
+    if n == m and ref == hyp:
+        return list(range(m + 1))
+    # Trim the common suffix: matched diagonally, j -> j + (n - m) there.
+    s = 0
+    while s < n and s < m and ref[n - 1 - s] == hyp[m - 1 - s]:
+        s += 1
+    n2, m2 = n - s, m - s
+    r = ref[:n2]
+    h = hyp[:m2]
+    out = _boundary_map_core(r, h, n2, m2)
+    out.extend(range(n2 + 1, n + 1))
+    return out
+
+
+def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int) -> List[int]:
+    if n == 0:
+        return [0] * (m + 1)
+    if m == 0:
+        return [0]
+    # Common prefix p: every cell with min(i, j) <= p has dp[i][j] = |i - j|
+    # (one of the two prefixes is a prefix of the other), and cells with
+    # i, j >= p equal the DP of the remainders (a common prefix does not
+    # change edit distances). So the DP is only run on the remainders and
+    # the backtrace reads the closed form once it reaches row/column p.
+    p = 0
+    top = n if n < m else m
+    while p < top and r[p] == h[p]:
+        p += 1
+    big_n, big_m = n - p, m - p
+    rows = _banded_dp(r[p:], h[p:], big_n, big_m) if big_n and big_m else None
+    out = [0] * (m + 1)
+    i, j = n, m
+    out[m] = n
+    # Backtrace in the remainder (full coordinates i, j > p).
+    while i > p and j > p:
+        v = rows[i - p][j - p]
+        ri, hj = r[i - 1], h[j - 1]
+        diag = rows[i - p - 1][j - p - 1] if (i - 1 > p and j - 1 > p) else abs(i - j)
+        if v == diag + (0 if ri == hj else 1):
+            i -= 1
+            j -= 1
+        else:
+            up = rows[i - p - 1][j - p] if i - 1 > p else abs(i - 1 - j)
+            if v == up + 1:
+                i -= 1
+            else:
+                j -= 1  # insertion must hold: the DP value came from one of the three
+        out[j] = i
+    # Closed-form region: dp[i][j] = |i - j|. Diagonal when the tokens match
+    # (equal cost), else delete a reference unit when i > j, else insert.
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and (i == j or r[i - 1] == h[j - 1]):
+            i -= 1
+            j -= 1
+        elif i > j:
+            i -= 1
+        else:
+            j -= 1
+        out[j] = i
+    return out
+
+
+def _banded_dp(r: Sequence[int], h: Sequence[int], n: int, m: int) -> List[List[int]]:
+    """Edit-distance matrix restricted to the band of possible optimal paths."""
+    d = Levenshtein.distance(r, h)
+    c = n - m
+    slack = (d - abs(c)) // 2
+    k_lo = min(0, c) - slack  # allowed k = i - j
+    k_hi = max(0, c) + slack
+    inf = _INF
+    rows: List[List[int]] = []
+    prev: List[int] = []
+    for i in range(n + 1):
+        row = [inf] * (m + 1)
+        j_lo = i - k_hi
+        if j_lo < 0:
+            j_lo = 0
+        j_hi = i - k_lo
+        if j_hi > m:
+            j_hi = m
+        if i == 0:
+            for j in range(j_lo, j_hi + 1):
+                row[j] = j
+        else:
+            if j_lo == 0:
+                row[0] = i
+                j_lo = 1
+            ri = r[i - 1]
+            for j in range(j_lo, j_hi + 1):
+                v = prev[j - 1] if ri == h[j - 1] else prev[j - 1] + 1
+                t = prev[j] + 1
+                if t < v:
+                    v = t
+                t = row[j - 1] + 1
+                if t < v:
+                    v = t
+                row[j] = v
+        rows.append(row)
+        prev = row
+    return rows
+
+
+def match_events_f1(refs: Sequence[Event], preds: Sequence[Event], collar: int) -> List[Tuple[Event, Event]]:
+    """One-to-one same-tag matching of the protocol (the pairs, for reports).
+
+    DP over events sorted by (position, order): maximise the number of
+    matches, then minimise total |distance|; a match needs |p-g| <= collar;
+    exact ties prefer match, then skipping a reference, then a prediction.
+    """
+    refs = sorted(refs)
+    preds = sorted(preds)
+    n, m = len(refs), len(preds)
+    # cell = (matches, -cost, priority, action): larger tuple is better.
+    dp = [[(0, 0, 0, "")] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        dp[i][0] = (0, 0, 2, "R")
+    for j in range(1, m + 1):
+        dp[0][j] = (0, 0, 1, "P")
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            a = dp[i - 1][j]
+            best = (a[0], a[1], 2, "R")
+            b = dp[i][j - 1]
+            cand = (b[0], b[1], 1, "P")
+            if cand > best:
+                best = cand
+            dist = abs(refs[i - 1].position - preds[j - 1].position)
+            if dist <= collar:
+                c = dp[i - 1][j - 1]
+                cand = (c[0] + 1, c[1] - dist, 3, "M")
+                if cand > best:
+                    best = cand
+            dp[i][j] = best
+    pairs = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        action = dp[i][j][3]
+        if action == "M":
+            pairs.append((refs[i - 1], preds[j - 1]))
+            i -= 1
+            j -= 1
+        elif action == "R":
+            i -= 1
+        else:
+            j -= 1
+    pairs.reverse()
+    return pairs
+
+
+def count_matches_f1(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: int) -> int:
+    """Number of pairs :func:`match_events_f1` finds, by a two-pointer sweep.
+
+    The DP maximises the number of matches first, so only that maximum
+    matters for TP. Positions sorted ascending; each reference can match a
+    contiguous, monotone window of predictions, where taking the first
+    feasible pair is optimal (exchange argument). Tests check it against
+    the DP on random cases.
+    """
+    i = j = tp = 0
+    n, m = len(ref_pos), len(pred_pos)
+    while i < n and j < m:
+        g, p = ref_pos[i], pred_pos[j]
+        if p < g - collar:
+            j += 1
+        elif p > g + collar:
+            i += 1
+        else:
+            tp += 1
+            i += 1
+            j += 1
+    return tp
+
+
+def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int):
+    """Monotone event alignment of mNTD; returns (total cost, ops).
+
+    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order.
+    Same-tag pair cost min(|p-g|/L, 1) with L = max(ref_length, 1); different
+    tags, unmatched reference, unmatched prediction cost 1. Ties (within
+    1e-12) prefer diagonal, then skipping a reference, then a prediction --
+    the same float operations as the official script, so sums are identical.
+    """
+    refs = sorted(refs)
+    preds = sorted(preds)
+    n, m = len(refs), len(preds)
+    denom = max(ref_length, 1)
+    cost = [[0.0] * (m + 1) for _ in range(n + 1)]
+    act = [[""] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        cost[i][0] = float(i)
+        act[i][0] = "R"
+    for j in range(1, m + 1):
+        cost[0][j] = float(j)
+        act[0][j] = "P"
+    isclose = math.isclose
+    for i in range(1, n + 1):
+        g = refs[i - 1]
+        ci, cp = cost[i], cost[i - 1]
+        for j in range(1, m + 1):
+            p = preds[j - 1]
+            if g.tag == p.tag:
+                pair = min(abs(g.position - p.position) / denom, 1.0)
+            else:
+                pair = 1.0
+            best_c, best_pr, best_a = cp[j] + 1.0, 2, "R"
+            for cand_c, cand_pr, cand_a in ((ci[j - 1] + 1.0, 1, "P"), (cp[j - 1] + pair, 3, "M")):
+                if cand_c < best_c - 1e-12 or (
+                        isclose(cand_c, best_c, rel_tol=0.0, abs_tol=1e-12) and cand_pr > best_pr):
+                    best_c, best_pr, best_a = cand_c, cand_pr, cand_a
+            ci[j] = best_c
+            act[i][j] = best_a
+    ops = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        a = act[i][j]
+        if a == "M":
+            ops.append(("M", refs[i - 1], preds[j - 1]))
+            i -= 1
+            j -= 1
+        elif a == "R":
+            ops.append(("R", refs[i - 1], None))
+            i -= 1
+        else:
+            ops.append(("P", None, preds[j - 1]))
+            j -= 1
+    ops.reverse()
+    return cost[n][m], ops
+
+
+def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: int) -> float:
+    """mNTD of one utterance: alignment cost / max(#ref, #pred), clipped to [0, 1]."""
+    n, m = len(refs), len(preds)
+    if n == 0:
+        return 0.0 if m == 0 else 1.0
+    if m == 0:
+        return 1.0  # n deletions at cost 1: float(n) / n
+    if n == 1 and m == 1:
+        # The 1x1 DP: skip/skip costs 2.0, the pair costs <= 1 and wins, and
+        # 0.0 + pair == pair, so the value is the pair cost itself.
+        g, p = refs[0], preds[0]
+        if g.tag != p.tag:
+            return 1.0
+        return max(0.0, min(1.0, min(abs(g.position - p.position) / max(ref_length, 1), 1.0)))
+    total, _ = mntd_alignment(refs, preds, ref_length)
+    return max(0.0, min(1.0, total / max(n, m)))

@@ -1,0 +1,128 @@
+"""Readers for JSONL / Kaldi ``text`` files and an atomic JSON writer.
+
+The JSONL reader follows the official Track 1 evaluator: lines are split the
+way Python's text mode splits them (``\\n``, ``\\r\\n``, ``\\r``), each line is
+stripped, blank lines are skipped, every other line must be one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from pyutils.scoring.errors import ScoringError
+
+
+def read_jsonl(path: str, *, allow_empty: bool = False) -> List[Tuple[int, Dict[str, Any]]]:
+    """Return ``[(line_no, object), ...]`` (1-based line numbers).
+
+    Codes: INPUT_FILE_READ_ERROR, INVALID_ENCODING, INVALID_JSON,
+    INVALID_JSONL_RECORD (a line that is valid JSON but not an object),
+    EMPTY_JSONL (no records at all).
+    """
+    records: List[Tuple[int, Dict[str, Any]]] = []
+    line_no = 0
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg} (column {exc.colno})",
+                                       path, line_no) from None
+                if not isinstance(value, dict):
+                    raise ScoringError("INVALID_JSONL_RECORD",
+                                       f"each line must be a JSON object, got {type(value).__name__}",
+                                       path, line_no)
+                records.append((line_no, value))
+    except UnicodeDecodeError as exc:
+        raise ScoringError("INVALID_ENCODING", f"not UTF-8 ({exc.reason}) after line {line_no}", path) from None
+    except OSError as exc:
+        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror or type(exc).__name__})",
+                           path) from None
+    if not records and not allow_empty:
+        raise ScoringError("EMPTY_JSONL", "file contains no JSONL records", path)
+    return records
+
+
+def read_kaldi_text(path: str) -> List[Tuple[int, str, str]]:
+    """Read ``utt_id text...`` lines -> ``[(line_no, utt_id, text)]``; text may be empty."""
+    rows: List[Tuple[int, str, str]] = []
+    line_no = 0
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                line = raw.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                parts = line.strip().split(maxsplit=1)
+                rows.append((line_no, parts[0], parts[1] if len(parts) > 1 else ""))
+    except UnicodeDecodeError as exc:
+        raise ScoringError("INVALID_ENCODING", f"not UTF-8 ({exc.reason}) after line {line_no}", path) from None
+    except OSError as exc:
+        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror or type(exc).__name__})",
+                           path) from None
+    return rows
+
+
+def require_field(obj: Dict[str, Any], key: str, path: Optional[str], line: Optional[int], *,
+                  kind: type = str, nonempty: bool = False) -> Any:
+    """Fetch a required field; codes MISSING_REQUIRED_FIELD, INVALID_FIELD_TYPE, EMPTY_REQUIRED_FIELD."""
+    if key not in obj:
+        raise ScoringError("MISSING_REQUIRED_FIELD", f"missing required field {key!r}", path, line)
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ScoringError("INVALID_FIELD_TYPE",
+                           f"field {key!r} must be a {kind.__name__}, got {type(value).__name__}", path, line)
+    if nonempty and isinstance(value, str) and not value.strip():
+        raise ScoringError("EMPTY_REQUIRED_FIELD", f"field {key!r} must not be empty", path, line)
+    return value
+
+
+def check_id_sets(ref_ids, hyp_ids, hyp_path: Optional[str], what: str = "utt_id") -> None:
+    """Exactly one hypothesis per reference id.
+
+    Codes (as in the official Track 1 evaluator): MISSING_SAMPLES,
+    UNKNOWN_SAMPLES, ID_SET_MISMATCH (both).
+    """
+    ref_set, hyp_set = set(ref_ids), set(hyp_ids)
+    missing = sorted(ref_set - hyp_set)
+    extra = sorted(hyp_set - ref_set)
+    if not missing and not extra:
+        return
+    details = []
+    if missing:
+        details.append(f"{len(missing)} reference {what}(s) missing (first: {missing[0]!r})")
+    if extra:
+        details.append(f"{len(extra)} unknown {what}(s) (first: {extra[0]!r})")
+    code = "ID_SET_MISMATCH" if missing and extra else ("MISSING_SAMPLES" if missing else "UNKNOWN_SAMPLES")
+    raise ScoringError(code, "; ".join(details), hyp_path)
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """Write ``text`` to a temp file in the same folder, then ``os.replace``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str, payload: Any) -> None:
+    atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def iter_jsonl_text(rows) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False) + "\n"

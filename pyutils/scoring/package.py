@@ -1,0 +1,131 @@
+"""Build a Track 1 submission from an ESPnet/Kaldi decode ``text`` file.
+
+``<utt_id> <tagged text>`` per line (the text may be empty). Repairs, each
+counted and reported as a warning:
+
+- ESPnet-internal tag spellings: inside ``[...]`` underscores and hyphens
+  become spaces before the official label normalisation, so
+  ``[throat_clearing]`` -> ``[throat clearing]``, ``[Laugh]`` -> ``[laugh]``;
+- tags that are empty or not one of the 16 challenge tags are removed;
+- stray ``[`` / ``]`` (unmatched or nested) left in the text are removed;
+- with ``--ref-ids``: missing ids get an empty hypothesis, ids not in the
+  reference are dropped, rows follow the reference order.
+
+The result is validated with the Track 1 rules before it is written (temp
+file + rename). ``--zip`` writes a zip with exactly one ``.jsonl`` at its root
+(what CodaBench expects).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import zipfile
+from typing import Dict, List, Optional
+
+from pyutils.scoring.errors import ScoringError
+from pyutils.scoring.io import atomic_write_text, read_kaldi_text
+from pyutils.scoring.textnorm import TAG_RE, parse_tagged
+from pyutils.tags import challenge_tags, normalize_tag_label
+
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+def repair_text(text: str, counts: Dict[str, int]) -> str:
+    """Official-form tagged text (see module docstring); updates ``counts``."""
+    valid = set(challenge_tags())
+    pieces: List[str] = []
+    cursor = 0
+
+    def plain(seg: str) -> str:
+        if "[" in seg or "]" in seg:
+            counts["stray_brackets_removed"] += seg.count("[") + seg.count("]")
+            seg = seg.replace("[", " ").replace("]", " ")
+        return seg
+
+    for m in TAG_RE.finditer(text):
+        pieces.append(plain(text[cursor:m.start()]))
+        label = normalize_tag_label(re.sub(r"[_\-]", " ", m.group(1)))
+        if label in valid:
+            if f"[{label}]" != m.group(0):
+                counts["tags_respelled"] += 1
+            pieces.append(f" [{label}] ")
+        else:
+            counts["unsupported_tags_removed"] += 1
+            pieces.append(" ")
+        cursor = m.end()
+    pieces.append(plain(text[cursor:]))
+    out = "".join(pieces)
+    return _SPACES.sub(" ", out).strip() if out != text else text.strip()
+
+
+def _ref_ids(path: str) -> List[str]:
+    """Reference JSONL (``utt_id`` field) or a plain list (first column)."""
+    ids: List[str] = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for k, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        if ln.lstrip().startswith("{"):
+            try:
+                obj = json.loads(ln)
+            except json.JSONDecodeError as exc:
+                raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg}", path, k) from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("utt_id"), str) or not obj["utt_id"].strip():
+                raise ScoringError("MISSING_REQUIRED_FIELD", "row without a string 'utt_id'", path, k)
+            ids.append(obj["utt_id"].strip())
+        else:
+            ids.append(ln.split()[0])
+    return ids
+
+
+def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
+                   zip_path: Optional[str] = None) -> List[str]:
+    counts = {"tags_respelled": 0, "unsupported_tags_removed": 0, "stray_brackets_removed": 0,
+              "missing_filled_empty": 0, "unknown_dropped": 0, "duplicates_dropped": 0}
+    hyps: Dict[str, str] = {}
+    for line, utt, text in read_kaldi_text(text_path):
+        if utt in hyps:
+            counts["duplicates_dropped"] += 1  # keep the first, as a Kaldi sort -u would not guarantee
+            continue
+        hyps[utt] = repair_text(text, counts)
+    if ref_ids:
+        ids = _ref_ids(ref_ids)
+        if not ids:
+            raise ScoringError("EMPTY_FILE", "no reference ids", ref_ids)
+        counts["unknown_dropped"] = len(set(hyps) - set(ids))
+        counts["missing_filled_empty"] = sum(1 for u in ids if u not in hyps)
+        rows = [(u, hyps.get(u, "")) for u in dict.fromkeys(ids)]
+    else:
+        rows = sorted(hyps.items())
+    if not rows:
+        raise ScoringError("EMPTY_FILE", "no utterances to package", text_path)
+    for k, (u, t) in enumerate(rows, 1):  # final check with the official rules
+        try:
+            parse_tagged(t, "en")
+        except ScoringError as exc:  # pragma: no cover - repair_text guarantees validity
+            raise exc.located(out_path, k)
+    atomic_write_text(out_path, "".join(json.dumps({"utt_id": u, "text_with_nvvs": t}, ensure_ascii=False) + "\n"
+                                        for u, t in rows))
+    lines = [f"wrote {out_path}: {len(rows)} utterances"
+             + (f" (ids from {ref_ids})" if ref_ids else " (ids from the decode text; no --ref-ids given)")]
+    for key, n in counts.items():
+        if n:
+            lines.append(f"  WARNING {key.replace('_', ' ')}: {n}")
+    if zip_path:
+        folder = os.path.dirname(os.path.abspath(zip_path))
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=".zip", dir=folder)
+        os.close(fd)
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+                zf.write(out_path, arcname=os.path.basename(out_path))
+            os.replace(tmp, zip_path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        lines.append(f"wrote {zip_path} (one file at its root: {os.path.basename(out_path)})")
+    return lines

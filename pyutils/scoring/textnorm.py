@@ -1,0 +1,202 @@
+"""Tagged-transcript parsing and text normalisation of Track 1 (protocol v1.0.0).
+
+A transcript such as ``"That was [Laugh] really, surprising."`` becomes
+
+- lexical units   ``("that", "was", "really", "surprising")``
+- tagged tokens   ``("that", "was", "[laugh]", "really", "surprising")``
+- events          ``(Event(tag="laugh", position=2, order=0),)``
+
+Rules (official evaluator):
+
+- A tag is ``\\[([^\\[\\]]*)\\]`` on the raw text; its inside is NFKC-normalised,
+  lower-cased, whitespace-collapsed and stripped (``pyutils.tags.normalize_tag_label``).
+  Empty -> EMPTY_NVV_TAG; not one of the 16 challenge tags (``conf/nvv_tags.yaml``)
+  -> UNSUPPORTED_NVV_TAG; a ``[`` or ``]`` left in the raw text between or after
+  tags -> MALFORMED_NVV_TAG. Errors are found left to right.
+- Each plain segment between tags is normalised on its own: NFKC, typographic
+  apostrophes (U+2018 U+2019 U+201B U+2032 U+FF07) -> ``'``, lower-case.
+  A character is *ignored* when it is whitespace or its Unicode category starts
+  with P, S, Z or C; English keeps the apostrophe.
+- English lexical units: ``[^\\W_]+(?:'[^\\W_]+)*`` over the segment with ignored
+  characters turned into spaces. Mandarin lexical units: every character that is
+  not ignored.
+- An event's position = number of lexical units before it; ``order`` = index of
+  the event within its utterance (0, 1, 2, ... in text order).
+
+Decisions where the protocol text is silent (all identical to the official script):
+
+- Digits are letters of a word in English (``"3pm"`` is one unit, ``"2026"`` too);
+  the underscore is punctuation (category Pc), so ``"foo_bar"`` is two units.
+  Combining marks (category M) are not ignored but are not word characters
+  either, so in English they split a word; in Mandarin each one is a unit.
+- In Mandarin the apostrophe (ASCII or typographic) is punctuation and ignored.
+- A fullwidth bracket (``［laugh］``) is not a tag: the tag pattern runs on the
+  raw text, NFKC then turns the brackets into punctuation, so ``laugh`` is text.
+- ``lower()`` may lengthen a string (``"İ"`` -> ``"i̇"``); units are counted after it.
+
+Implementation note: for English, replacing ignored characters by spaces does
+not change what the word pattern finds (no ignored character is a word
+character or the apostrophe), so the pattern runs on the normalised segment
+directly. For Mandarin the "ignored" test is cached per character.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Dict, List, NamedTuple, Tuple
+
+from pyutils.scoring.errors import ScoringError
+from pyutils.tags import TAG_RE, challenge_tags, normalize_tag_label
+
+LANGUAGES = ("en", "zh")
+EN_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+APOSTROPHES = str.maketrans({c: "'" for c in "\u2018\u2019\u201b\u2032\uff07"})
+_IGNORED_CATEGORY_INITIALS = frozenset("PSZC")
+
+
+class Event(NamedTuple):
+    """One NVV event anchored at a lexical boundary (sorts by position, order)."""
+
+    position: int
+    order: int
+    tag: str
+
+
+class Parsed(NamedTuple):
+    lexical: Tuple[str, ...]
+    tagged: Tuple[str, ...]
+    events: Tuple[Event, ...]
+
+
+_IGNORED_CACHE: Dict[str, bool] = {}
+
+
+def is_ignored_char(ch: str, keep_apostrophe: bool = False) -> bool:
+    """Whitespace or Unicode category P*, S*, Z*, C* (the apostrophe kept for English)."""
+    if keep_apostrophe and ch == "'":
+        return False
+    hit = _IGNORED_CACHE.get(ch)
+    if hit is None:
+        hit = ch.isspace() or unicodedata.category(ch)[0] in _IGNORED_CATEGORY_INITIALS
+        _IGNORED_CACHE[ch] = hit
+    return hit
+
+
+class _DropIgnored(dict):
+    """``str.translate`` table deleting ignored characters, filled on first sight.
+
+    ``translate`` looks every code point up in C; a code point seen for the
+    first time goes through ``__missing__`` once and is cached.
+    """
+
+    def __missing__(self, cp: int):
+        value = None if is_ignored_char(chr(cp)) else cp
+        self[cp] = value
+        return value
+
+
+_DROP_IGNORED = _DropIgnored()
+_APOSTROPHE_RE = re.compile("[\u2018\u2019\u201b\u2032\uff07]")
+# ASCII bytes: letters/digits kept, everything else a space (for the fast path).
+_ASCII_WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 else 32 for c in range(256))
+_unicode_normalize = unicodedata.normalize
+_is_normalized = unicodedata.is_normalized
+
+
+def _nfkc(text: str) -> str:
+    # is_normalized is a quick check; normalize() itself is slow on CJK text.
+    return text if _is_normalized("NFKC", text) else _unicode_normalize("NFKC", text)
+
+
+def normalize_segment(segment: str) -> str:
+    """NFKC, typographic apostrophes -> ``'``, lower-case."""
+    return _APOSTROPHE_RE.sub("'", _nfkc(segment)).lower()
+
+
+def lexical_units(segment: str, language: str) -> List[str]:
+    """Lexical units of one plain (tag-free) segment."""
+    if language == "en":
+        if segment.isascii() and "'" not in segment:
+            # Same result as the word pattern: in ASCII, [^\W_] is [A-Za-z0-9]
+            # and NFKC/apostrophe mapping change nothing.
+            return segment.lower().encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
+        return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower())
+    if language == "zh":
+        # apostrophes are ignored in Mandarin whatever their form, so the
+        # apostrophe mapping can be skipped; ignored characters are deleted.
+        return list(_nfkc(segment).lower().translate(_DROP_IGNORED))
+    raise ValueError(f"unsupported language {language!r}")
+
+
+_CHALLENGE = None
+_TAG_CACHE: Dict[str, object] = {}
+
+
+def _challenge_set() -> frozenset:
+    global _CHALLENGE
+    if _CHALLENGE is None:
+        _CHALLENGE = frozenset(challenge_tags())
+    return _CHALLENGE
+
+
+def canonical_tag(raw: str, inventory: frozenset = None) -> str:
+    """Normalised tag label; raises EMPTY_NVV_TAG / UNSUPPORTED_NVV_TAG."""
+    if inventory is None:
+        hit = _TAG_CACHE.get(raw)
+        if hit is not None:
+            if isinstance(hit, str):
+                return hit
+            raise ScoringError(*hit)
+    tag = normalize_tag_label(raw)
+    allowed = _challenge_set() if inventory is None else inventory
+    if not tag:
+        err = ("EMPTY_NVV_TAG", "empty NVV tag '[]' is not allowed")
+    elif tag not in allowed:
+        what = "one of the 16 challenge tags" if inventory is None else "in the selected tag inventory"
+        err = ("UNSUPPORTED_NVV_TAG", f"tag [{tag}] is not {what}")
+    else:
+        err = None
+    if inventory is None and len(_TAG_CACHE) < 100000:
+        _TAG_CACHE[raw] = err or tag
+    if err:
+        raise ScoringError(*err)
+    return tag
+
+
+def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parsed:
+    """Parse and validate one tagged transcript (see module docstring).
+
+    ``inventory``: allowed normalised labels (default: the 16 challenge tags).
+    Raises :class:`ScoringError` without a location; callers add file:line.
+    """
+    if language not in LANGUAGES:
+        raise ValueError(f"unsupported language {language!r}")
+    if "[" not in text and "]" not in text:  # fast path: no tags at all
+        units = tuple(lexical_units(text, language))
+        return Parsed(units, units, ())
+    lexical: List[str] = []
+    tagged: List[str] = []
+    events: List[Event] = []
+    cursor = 0
+    for match in TAG_RE.finditer(text):
+        start = match.start()
+        if start > cursor:
+            segment = text[cursor:start]
+            if "[" in segment or "]" in segment:
+                raise ScoringError("MALFORMED_NVV_TAG", "stray, unmatched or nested square bracket before a tag")
+            units = lexical_units(segment, language)
+            lexical += units
+            tagged += units
+        tag = canonical_tag(match.group(1), inventory)
+        events.append(Event(len(lexical), len(events), tag))
+        tagged.append(f"[{tag}]")
+        cursor = match.end()
+    segment = text[cursor:]
+    if "[" in segment or "]" in segment:
+        raise ScoringError("MALFORMED_NVV_TAG", "stray or unmatched square bracket")
+    if segment:
+        units = lexical_units(segment, language)
+        lexical += units
+        tagged += units
+    return Parsed(tuple(lexical), tuple(tagged), tuple(events))

@@ -1,0 +1,424 @@
+"""NVVSpeech Challenge (ISCSLP 2026) Track 1 score, official protocol v1.0.0.
+
+Per language (en: words, collar 2; zh: characters, collar 5):
+
+- ``F1_micro``: per tag, one-to-one matching of reference events and predicted
+  events mapped into reference coordinates (|p-g| <= collar); TP pooled over
+  tags and utterances, FP = #pred - TP, FN = #ref - TP; P, R, F1 (0 when a
+  denominator is 0).
+- ``mNTD``: mean over reference utterances with >= 1 event of
+  cost(monotone event alignment) / max(#ref, #pred), clipped to [0, 1]
+  (0 when no utterance has an event).
+- ``tagged_transcript_error`` (WER en / CER zh): sum of Levenshtein distances
+  between tagged-token sequences / sum of reference tagged tokens.
+- ``Track1Score = 100 * [0.70 F1 + 0.20 (1 - mNTD) + 0.10 (1 - min(Err, 1))]``
+  clipped to [0, 100] and rounded to 12 decimals (as the official script);
+  ``FinalTrack1Score = (ZH + EN) / 2`` (rounded to 12 decimals).
+
+Parsing/normalisation: :mod:`pyutils.scoring.textnorm`; alignment, matching
+and mNTD: :mod:`pyutils.scoring.align`.
+
+Decisions (where the brief or protocol leaves room; documented for users):
+
+- *One language only*: the official script refuses a reference without both
+  languages; here a reference with one language is scored for that language,
+  the other's keys are ``null`` and ``FinalTrack1Score`` equals that
+  language's score (``languages_scored`` and ``final_score_definition`` say so).
+- ``language`` values are stripped and lower-cased before the check (as the
+  official script), so ``" EN"`` is English; ``utt_id`` values are stripped.
+- Validation order follows the official script: reference rows in file
+  order (fields, language, duplicates, tags), then submission rows
+  (fields, duplicates), then the id sets, then the submission's tags in
+  scoring order (English before Mandarin, utt_id ascending). The first
+  problem found is reported with its file and line.
+- A language whose reference has no tagged token at all cannot give a
+  tagged error rate: EMPTY_REFERENCE_TOKENS (as the official script).
+- ``order`` of an event = its index within the utterance (text order).
+- Tag confusion (beyond the official script): diagonal = per-tag TP; the
+  remaining reference and predicted events of an utterance are paired,
+  regardless of tag, by the same collar matching -> off-diagonal cells
+  (reference tag row, predicted tag column); still unpaired references go to
+  column ``<none>`` (missed) and predictions to row ``<none>`` (inserted).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from pyutils.scoring import align
+from pyutils.scoring.errors import ScoringError
+from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
+from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged
+from pyutils.tags import challenge_tags
+
+PROTOCOL_NAME = "NVVSpeech Challenge Track 1 Official Evaluation"
+PROTOCOL_VERSION = "1.0.0"
+COLLAR = {"en": 2, "zh": 5}
+WEIGHTS = {"F1": 0.70, "mNTD": 0.20, "Err": 0.10}
+NONE_TAG = "<none>"
+
+
+# --------------------------------------------------------------------------- loading
+def load_reference_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Optional[str]):
+    """Validate reference rows -> {utt_id: (language, text, line, Parsed)}."""
+    out: Dict[str, Tuple[str, str, int, Parsed]] = {}
+    for line, obj in rows:
+        utt_id = require_field(obj, "utt_id", path, line, nonempty=True).strip()
+        lang_raw = require_field(obj, "language", path, line)
+        text = require_field(obj, "text_with_nvvs", path, line)
+        lang = lang_raw.strip().lower()
+        if lang not in LANGUAGES:
+            raise ScoringError("INVALID_LANGUAGE", f"language must be 'en' or 'zh', got {lang_raw!r}", path, line)
+        if utt_id in out:
+            raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {out[utt_id][2]})",
+                               path, line)
+        try:
+            parsed = parse_tagged(text, lang)
+        except ScoringError as exc:
+            raise exc.located(path, line)
+        out[utt_id] = (lang, text, line, parsed)
+    return out
+
+
+def load_submission_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Optional[str]):
+    """Validate submission rows (fields, duplicates) -> {utt_id: (text, line)}."""
+    out: Dict[str, Tuple[str, int]] = {}
+    for line, obj in rows:
+        utt_id = require_field(obj, "utt_id", path, line, nonempty=True).strip()
+        text = require_field(obj, "text_with_nvvs", path, line)
+        if utt_id in out:
+            raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {out[utt_id][1]})",
+                               path, line)
+        out[utt_id] = (text, line)
+    return out
+
+
+def _numbered(rows) -> List[Tuple[int, Mapping[str, Any]]]:
+    rows = list(rows)
+    if rows and isinstance(rows[0], tuple):
+        return rows
+    return [(i, r) for i, r in enumerate(rows, start=1)]
+
+
+# --------------------------------------------------------------------------- scoring
+class _LangAccumulator:
+    """Counts of one language, filled utterance by utterance."""
+
+    def __init__(self, language: str, tags: Sequence[str], keep_details: bool) -> None:
+        self.language = language
+        self.collar = COLLAR[language]
+        self.tags = list(tags)
+        self.n_utts = 0
+        self.tp = self.fp = self.fn = 0
+        self.edits = 0
+        self.ref_tokens = 0
+        self.mntd_values: List[float] = []
+        self.per_tag = {t: {"tp": 0, "fp": 0, "fn": 0, "reference": 0, "prediction": 0} for t in self.tags}
+        rows = self.tags + [NONE_TAG]
+        self.confusion = {r: {c: 0 for c in rows} for r in rows}
+        self.keep_details = keep_details
+        self.details: List[Dict[str, Any]] = []
+        self.vocab: Dict[str, int] = {}
+
+    def _codes(self, tokens: Sequence[str]) -> List[int]:
+        vocab = self.vocab
+        add = vocab.setdefault
+        return [add(t, len(vocab)) for t in tokens]
+
+    def add(self, utt_id: str, ref: Parsed, hyp: Parsed) -> None:
+        self.n_utts += 1
+        collar = self.collar
+        ref_events = ref.events
+        # 1) tagged-token edit distance (rapidfuzz on integer codes).
+        same_lexical = ref.lexical == hyp.lexical
+        if ref.tagged == hyp.tagged:
+            edits = 0
+        else:
+            edits = align.edit_distance(self._codes(ref.tagged), self._codes(hyp.tagged))
+        self.edits += edits
+        self.ref_tokens += len(ref.tagged)
+        # 2) predicted events in reference coordinates.
+        if not hyp.events or same_lexical:
+            mapped = hyp.events
+        else:
+            bmap = align.boundary_map(self._codes(ref.lexical), self._codes(hyp.lexical))
+            mapped = tuple([Event(bmap[e.position], e.order, e.tag) for e in hyp.events])
+        # 3) per-tag matching (positions are already sorted: both event lists
+        #    are in text order and the boundary map is monotone).
+        n_ref, n_hyp = len(ref_events), len(mapped)
+        per_tag = self.per_tag
+        conf = self.confusion
+        utt_tp = 0
+        by_ref: Dict[str, List[int]] = {}
+        by_hyp: Dict[str, List[int]] = {}
+        for e in ref_events:
+            by_ref.setdefault(e.tag, []).append(e.position)
+        for e in mapped:
+            by_hyp.setdefault(e.tag, []).append(e.position)
+        matched: Dict[str, int] = {}
+        for tag, rp in by_ref.items():
+            hp = by_hyp.get(tag)
+            k = align.count_matches_f1(rp, hp, collar) if hp else 0
+            matched[tag] = k
+            row = per_tag[tag]
+            row["reference"] += len(rp)
+            row["tp"] += k
+            row["fn"] += len(rp) - k
+            conf[tag][tag] += k
+            utt_tp += k
+        for tag, hp in by_hyp.items():
+            row = per_tag[tag]
+            row["prediction"] += len(hp)
+            row["fp"] += len(hp) - matched.get(tag, 0)
+        self.tp += utt_tp
+        self.fp += n_hyp - utt_tp
+        self.fn += n_ref - utt_tp
+        if n_ref > utt_tp and n_hyp > utt_tp:
+            self._confuse(ref_events, mapped)  # pair leftovers of different tags
+        elif n_ref > utt_tp:  # only misses
+            for tag, rp in by_ref.items():
+                conf[tag][NONE_TAG] += len(rp) - matched[tag]
+        elif n_hyp > utt_tp:  # only insertions
+            for tag, hp in by_hyp.items():
+                conf[NONE_TAG][tag] += len(hp) - matched.get(tag, 0)
+        # 4) mNTD (only utterances with a reference event).
+        value = None
+        if n_ref:
+            value = align.utterance_mntd(ref_events, mapped, len(ref.lexical))
+            self.mntd_values.append(value)
+        if self.keep_details:
+            self.details.append({"utt_id": utt_id, "language": self.language, "ref": ref, "hyp": hyp,
+                                 "mapped": mapped, "edits": edits, "mNTD": value})
+
+    def _confuse(self, ref_events: Sequence[Event], mapped: Sequence[Event]) -> None:
+        """Off-diagonal confusion cells of one utterance (see module docstring)."""
+        matched_r, matched_h = set(), set()
+        tags = {e.tag for e in ref_events} | {e.tag for e in mapped}
+        for tag in tags:
+            rs = [e for e in ref_events if e.tag == tag]
+            hs = [e for e in mapped if e.tag == tag]
+            for g, p in align.match_events_f1(rs, hs, self.collar):
+                matched_r.add(g.order)
+                matched_h.add(p.order)
+        rest_r = [e for e in ref_events if e.order not in matched_r]
+        rest_h = [e for e in mapped if e.order not in matched_h]
+        # Pair leftovers regardless of tag (give them one dummy tag).
+        pairs = align.match_events_f1([e._replace(tag="") for e in rest_r],
+                                      [e._replace(tag="") for e in rest_h], self.collar)
+        paired_r = {g.order for g, _ in pairs}
+        paired_h = {p.order for _, p in pairs}
+        by_order_r = {e.order: e.tag for e in rest_r}
+        by_order_h = {e.order: e.tag for e in rest_h}
+        for g, p in pairs:
+            self.confusion[by_order_r[g.order]][by_order_h[p.order]] += 1
+        for e in rest_r:
+            if e.order not in paired_r:
+                self.confusion[e.tag][NONE_TAG] += 1
+        for e in rest_h:
+            if e.order not in paired_h:
+                self.confusion[NONE_TAG][e.tag] += 1
+
+    def result(self) -> Dict[str, Any]:
+        if self.ref_tokens == 0:
+            raise ScoringError("EMPTY_REFERENCE_TOKENS",
+                               f"{self.language} reference has no lexical unit or tag at all; "
+                               "the tagged error rate is undefined")
+        precision, recall, f1 = safe_prf(self.tp, self.fp, self.fn)
+        mntd = sum(self.mntd_values) / len(self.mntd_values) if self.mntd_values else 0.0
+        err = self.edits / self.ref_tokens
+        score = track1_score(f1, mntd, err)
+        per_tag = {}
+        for tag in self.tags:
+            c = self.per_tag[tag]
+            p, r, f = safe_prf(c["tp"], c["fp"], c["fn"])
+            per_tag[tag] = {**c, "precision": p, "recall": r, "f1": f}
+        return {
+            "language": self.language,
+            "num_utterances": self.n_utts,
+            "f1_collar": self.collar,
+            "event_counts": {"tp": self.tp, "fp": self.fp, "fn": self.fn,
+                             "reference": self.tp + self.fn, "prediction": self.tp + self.fp},
+            "precision": precision,
+            "recall": recall,
+            "F1_micro": f1,
+            "mNTD": mntd,
+            "mNTD_num_utterances": len(self.mntd_values),
+            "tagged_transcript_error": err,
+            "tagged_transcript_error_name": "WER" if self.language == "en" else "CER",
+            "tagged_edit_distance": self.edits,
+            "tagged_reference_tokens": self.ref_tokens,
+            "score_components": {
+                "0.70*F1_micro": 100 * 0.70 * f1,
+                "0.20*(1-mNTD)": 100 * 0.20 * (1.0 - mntd),
+                "0.10*(1-min(Err,1))": 100 * 0.10 * (1.0 - min(err, 1.0)),
+            },
+            "Track1Score": score,
+            "per_tag": per_tag,
+            "confusion": {"rows": "reference tag", "columns": "predicted tag",
+                          "none": NONE_TAG, "table": self.confusion},
+        }
+
+
+def safe_prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
+    """Precision, recall, F1 with 0 where a denominator is 0."""
+    precision = tp / (tp + fp) if (tp + fp) else 0.0
+    recall = tp / (tp + fn) if (tp + fn) else 0.0
+    if precision + recall == 0.0:
+        return precision, recall, 0.0
+    return precision, recall, 2.0 * precision * recall / (precision + recall)
+
+
+def track1_score(f1: float, mntd: float, err: float) -> float:
+    """100 * [0.70 F1 + 0.20 (1 - mNTD) + 0.10 (1 - min(Err, 1))], clipped, 12 decimals."""
+    value = 100.0 * (0.70 * f1 + 0.20 * (1.0 - mntd) + 0.10 * (1.0 - min(err, 1.0)))
+    return round(max(0.0, min(100.0, value)), 12)
+
+
+def score_loaded(refs: Mapping[str, Tuple[str, str, int, Parsed]], hyps: Mapping[str, Tuple[str, int]],
+                 hyp_path: Optional[str] = None, keep_details: bool = False) -> Dict[str, Any]:
+    """Score validated reference/submission maps (see :func:`load_reference_rows`)."""
+    check_id_sets(refs.keys(), hyps.keys(), hyp_path)
+    tags = challenge_tags()
+    present = [lang for lang in LANGUAGES if any(r[0] == lang for r in refs.values())]
+    results: Dict[str, Any] = {}
+    details: List[Dict[str, Any]] = []
+    for lang in present:
+        acc = _LangAccumulator(lang, tags, keep_details)
+        for utt_id in sorted(u for u, r in refs.items() if r[0] == lang):
+            _, _, _, ref = refs[utt_id]
+            text, line = hyps[utt_id]
+            try:
+                hyp = parse_tagged(text, lang)
+            except ScoringError as exc:
+                raise exc.located(hyp_path, line)
+            acc.add(utt_id, ref, hyp)
+        results[lang] = acc.result()
+        details.extend(acc.details)
+    en = results.get("en")
+    zh = results.get("zh")
+    if en and zh:
+        final = round((en["Track1Score"] + zh["Track1Score"]) / 2.0, 12)
+        definition = "(Track1Score_ZH + Track1Score_EN) / 2"
+    else:
+        only = present[0]
+        final = results[only]["Track1Score"]
+        definition = (f"reference holds {only} only: FinalTrack1Score = Track1Score_{only.upper()} "
+                      "(the official leaderboard averages EN and ZH)")
+    out: Dict[str, Any] = {
+        "protocol": {"name": PROTOCOL_NAME, "version": PROTOCOL_VERSION, "valid_tags": tags,
+                     "f1_collar": dict(COLLAR), "weights": dict(WEIGHTS),
+                     "implementation": "pyutils.scoring.track1 (chorus-score track1)"},
+        "languages_scored": present,
+        "final_score_definition": definition,
+        "Track1Score_EN": en["Track1Score"] if en else None,
+        "Track1Score_ZH": zh["Track1Score"] if zh else None,
+        "FinalTrack1Score": final,
+        "en": en,
+        "zh": zh,
+    }
+    out["scores"] = {k: out[k] for k in ("Track1Score_EN", "Track1Score_ZH", "FinalTrack1Score")}
+    if keep_details:
+        out["_details"] = details
+    return out
+
+
+def score_track1(ref_rows, hyp_rows, *, ref_path: Optional[str] = None, hyp_path: Optional[str] = None,
+                 keep_details: bool = False) -> Dict[str, Any]:
+    """Score Track 1 from rows (dicts, or ``(line_no, dict)`` pairs); raises ScoringError."""
+    refs = load_reference_rows(_numbered(ref_rows), ref_path)
+    if not refs:
+        raise ScoringError("EMPTY_JSONL", "reference contains no records", ref_path)
+    hyps = load_submission_rows(_numbered(hyp_rows), hyp_path)
+    return score_loaded(refs, hyps, hyp_path, keep_details)
+
+
+def score_track1_files(ref_path: str, hyp_path: str, keep_details: bool = False) -> Dict[str, Any]:
+    refs = load_reference_rows(read_jsonl(ref_path), ref_path)
+    hyps = load_submission_rows(read_jsonl(hyp_path), hyp_path)
+    return score_loaded(refs, hyps, hyp_path, keep_details)
+
+
+# --------------------------------------------------------------------------- reporting
+def summary_lines(result: Mapping[str, Any]) -> List[str]:
+    lines = [f"{PROTOCOL_NAME} | protocol v{PROTOCOL_VERSION}"]
+    for lang in LANGUAGES:
+        r = result.get(lang)
+        if not r:
+            continue
+        ev = r["event_counts"]
+        lines.append(
+            f"[{lang.upper()}] utts={r['num_utterances']} TP/FP/FN={ev['tp']}/{ev['fp']}/{ev['fn']} "
+            f"P={r['precision']:.4f} R={r['recall']:.4f} F1_micro={r['F1_micro']:.6f} "
+            f"mNTD={r['mNTD']:.6f} ({r['mNTD_num_utterances']} utts) "
+            f"tagged_{r['tagged_transcript_error_name']}={r['tagged_transcript_error']:.6f} "
+            f"Track1Score={r['Track1Score']:.6f}")
+        worst = sorted((t for t, c in r["per_tag"].items() if c["reference"] or c["prediction"]),
+                       key=lambda t: (r["per_tag"][t]["f1"], t))[:3]
+        if worst:
+            lines.append("      lowest per-tag F1: " + ", ".join(
+                f"{t}={r['per_tag'][t]['f1']:.3f} ({r['per_tag'][t]['reference']} ref)" for t in worst))
+    for key in ("Track1Score_EN", "Track1Score_ZH"):
+        if result[key] is not None:
+            lines.append(f"{key:<17}: {result[key]:.6f}")
+    lines.append(f"{'FinalTrack1Score':<17}: {result['FinalTrack1Score']:.6f}   [{result['final_score_definition']}]")
+    return lines
+
+
+def _render(parsed: Parsed, events: Sequence[Event]) -> str:
+    """Lexical units with tags written ``[tag]@pos`` at their (reference) positions."""
+    by_pos: Dict[int, List[Event]] = {}
+    for e in events:
+        by_pos.setdefault(e.position, []).append(e)
+    words: List[str] = []
+    units = parsed.lexical
+    # Place each event after the lexical unit at its *own* position, but show
+    # the position it has in reference coordinates.
+    own = {e.order: e.position for e in parsed.events}
+    own_by_pos: Dict[int, List[Event]] = {}
+    for e in events:
+        own_by_pos.setdefault(own[e.order], []).append(e)
+    for k in range(len(units) + 1):
+        for e in own_by_pos.get(k, ()):
+            words.append(f"[{e.tag}]@{e.position}")
+        if k < len(units):
+            words.append(units[k])
+    return " ".join(words) if words else "(empty)"
+
+
+def per_utt_report(result: Mapping[str, Any]) -> str:
+    """Readable per-utterance report (needs ``keep_details=True``)."""
+    out = ["# chorus-score track1 per-utterance report",
+           "# REF/HYP: normalised lexical units; [tag]@k = event at reference boundary k",
+           "# (k lexical units of the reference before it; hypothesis tags are mapped",
+           "# into reference coordinates by the protocol's minimum-edit alignment).", ""]
+    for d in result.get("_details", []):
+        ref, hyp, mapped = d["ref"], d["hyp"], d["mapped"]
+        collar = COLLAR[d["language"]]
+        n_ref = max(len(ref.tagged), 1)
+        mntd = "-" if d["mNTD"] is None else f"{d['mNTD']:.3f}"
+        out.append(f"== {d['utt_id']} ({d['language']})  tagged_edits={d['edits']}/{len(ref.tagged)}"
+                   f" ({d['edits'] / n_ref:.3f})  mNTD={mntd}")
+        out.append("  REF: " + _render(ref, ref.events))
+        out.append("  HYP: " + _render(hyp, mapped))
+        lines = []
+        matched = set()
+        for tag in {e.tag for e in ref.events} | {e.tag for e in mapped}:
+            for g, p in align.match_events_f1([e for e in ref.events if e.tag == tag],
+                                              [e for e in mapped if e.tag == tag], collar):
+                matched.add(("r", g.order))
+                matched.add(("h", p.order))
+                lines.append((g.position, f"    TP   [{tag}] ref@{g.position} hyp@{p.position}"
+                                          f" (|d|={abs(g.position - p.position)})"))
+        for g in ref.events:
+            if ("r", g.order) not in matched:
+                lines.append((g.position, f"    MISS [{g.tag}] ref@{g.position}"))
+        for p in mapped:
+            if ("h", p.order) not in matched:
+                lines.append((p.position, f"    FA   [{p.tag}] hyp@{p.position}"))
+        out.extend(text for _, text in sorted(lines, key=lambda x: x[0]))
+    return "\n".join(out) + "\n"
+
+
+def public_result(result: Mapping[str, Any]) -> Dict[str, Any]:
+    """The result without internal per-utterance objects (for JSON)."""
+    return {k: v for k, v in result.items() if not k.startswith("_")}

@@ -1,0 +1,15 @@
+"""Speech quality assessment (SQA): reference-free score + fault intervals.
+
+Modules, one job each:
+
+- ``common``    constants (fault names, 20 ms grid) and label rasterisation
+- ``audio``     robust audio loading (mono, 16 kHz) with clear errors
+- ``features``  log-mel fbank extraction, dumping to ark/scp, global stats
+- ``dataset``   training/inference datasets and padding collate
+- ``model``     conv + BiGRU multi-task network at the 20 ms grid
+- ``train``     the training loop (``python -m pyutils.sqa.train``)
+- ``infer``     frame probabilities and the submission JSONL
+- ``postproc``  frames -> intervals and its grid search on dev
+- ``baselines`` non-learned baselines (silero-vad pauses, DNSMOS, energy noise)
+- ``report``    RESULTS.md; ``plots`` figures; ``diagnose`` the ``chorus-sqa`` CLI
+"""

@@ -1,0 +1,95 @@
+"""Constants and the 20 ms label grid shared by every SQA module.
+
+Grid rule (the same as ``chorus-score sqa``): frame ``i`` covers
+``[i*0.02, (i+1)*0.02)`` and takes the label of an interval ``[s, e)`` when its
+centre ``c_i = (2i + 1) / 100`` (computed exactly like the scorer, as that float
+division) satisfies ``s <= c_i < e``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Dict, Iterable, Iterator, List, Sequence
+
+import numpy as np
+
+FAULTS = ("noise", "distortion", "pause")
+FRAME_SHIFT = 0.02  # seconds, the scoring grid
+SAMPLE_RATE = 16000
+SCORE_MIN, SCORE_MAX = 1.0, 5.0
+
+
+def num_grid_frames(duration: float) -> int:
+    """Number of 20 ms frames covering ``duration`` seconds (last one partial)."""
+    return max(1, int(math.ceil(round(duration / FRAME_SHIFT, 6))))
+
+
+def rasterise(intervals: Iterable[Sequence[float]], n_frames: int) -> np.ndarray:
+    """0/1 vector of ``n_frames`` whose frames have their centre in an interval."""
+    out = np.zeros(n_frames, dtype=np.float32)
+    centres = (2.0 * np.arange(n_frames) + 1.0) / 100.0  # == scorer's (2k+1)/100
+    for s, e in intervals:
+        out[(centres >= float(s)) & (centres < float(e))] = 1.0
+    return out
+
+
+def frames_to_intervals(mask: np.ndarray) -> List[List[float]]:
+    """Runs of ones in a 0/1 frame vector -> ``[[start, end], ...]`` in seconds."""
+    mask = np.asarray(mask).astype(bool)
+    if not mask.any():
+        return []
+    padded = np.concatenate([[False], mask, [False]])
+    diff = np.diff(padded.astype(np.int8))
+    starts = np.flatnonzero(diff == 1)
+    ends = np.flatnonzero(diff == -1)
+    return [[round(s * FRAME_SHIFT, 3), round(e * FRAME_SHIFT, 3)] for s, e in zip(starts, ends)]
+
+
+def read_jsonl(path: str) -> List[dict]:
+    """Rows of a JSONL file; a bad line raises ``ValueError`` naming file:line."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc}") from exc
+    return rows
+
+
+def write_jsonl(path: str, rows: Iterable[dict]) -> None:
+    """Write rows atomically (temp file then ``os.replace``)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_scp(path: str) -> Iterator[tuple]:
+    """``(key, rest)`` pairs of a Kaldi-style two-column file."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            parts = line.split(maxsplit=1)
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
+            yield parts[0], parts[1]
+
+
+def empty_faults() -> Dict[str, list]:
+    return {f: [] for f in FAULTS}

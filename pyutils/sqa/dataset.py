@@ -1,0 +1,146 @@
+"""SQA datasets: features + labels rasterised on the 20 ms grid.
+
+A training example holds the 10 ms features ``(T, F)``, the grid length
+``N = ceil(duration / 20 ms)``, frame labels ``(N, 3)`` (centre rule, see
+:mod:`pyutils.sqa.common`), utterance presence ``(3,)`` and the score.
+
+With ``augment_prob > 0`` an example is, with that probability, re-made from
+its waveform with random faults from :mod:`pyutils.synth.faults` (exact
+intervals); its score is then unknown, so ``score_weight`` is 0 for it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+
+from pyutils.sqa.common import FAULTS, num_grid_frames, rasterise, read_jsonl, read_scp
+
+
+def load_refs(path: str) -> Dict[str, dict]:
+    return {row["utt_id"]: row for row in read_jsonl(path)}
+
+
+class SQADataset(torch.utils.data.Dataset):
+    def __init__(self, feats_scp: str, utt2dur: str, ref_jsonl: Optional[str] = None,
+                 wav_scp: Optional[str] = None, augment_prob: float = 0.0,
+                 augmenter: Optional[Callable] = None, seed: int = 0):
+        import kaldiio
+
+        self.feats = kaldiio.load_scp(feats_scp)
+        durs = {k: float(v) for k, v in read_scp(utt2dur)}
+        refs = load_refs(ref_jsonl) if ref_jsonl else {}
+        self.wavs = dict(read_scp(wav_scp)) if wav_scp else {}
+        self.utts: List[str] = [u for u in self.feats.keys() if u in durs and (not refs or u in refs)]
+        if refs:
+            missing = [u for u in self.feats.keys() if u not in refs]
+            if missing:
+                print(f"WARNING: {len(missing)} utterances have features but no reference "
+                      f"(e.g. {missing[0]}); they are not used", flush=True)
+        self.durs, self.refs = durs, refs
+        self.augment_prob = augment_prob if augmenter is not None and self.wavs else 0.0
+        self.augmenter = augmenter
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self) -> int:
+        return len(self.utts)
+
+    def num_frames(self, i: int) -> int:
+        return num_grid_frames(self.durs[self.utts[i]])
+
+    def __getitem__(self, i: int) -> dict:
+        utt = self.utts[i]
+        if self.augment_prob > 0 and self.rng.random() < self.augment_prob:
+            item = self._augmented(utt)
+            if item is not None:
+                return item
+        feats = np.asarray(self.feats[utt], dtype=np.float32)
+        n = num_grid_frames(self.durs[utt])
+        return self._item(utt, feats, n, self.refs.get(utt))
+
+    @staticmethod
+    def _item(utt: str, feats: np.ndarray, n: int, ref: Optional[dict], score_weight: float = 1.0) -> dict:
+        labels = np.zeros((n, len(FAULTS)), dtype=np.float32)
+        presence = np.zeros(len(FAULTS), dtype=np.float32)
+        score = 3.0
+        if ref is not None:
+            faults = ref.get("faults", {})
+            for j, name in enumerate(FAULTS):
+                ivs = faults.get(name, []) or []
+                labels[:, j] = rasterise(ivs, n)
+                presence[j] = 1.0 if ivs else 0.0
+            score = float(ref.get("score", 3.0))
+        else:
+            score_weight = 0.0
+        return {"utt": utt, "feats": torch.from_numpy(feats), "labels": torch.from_numpy(labels),
+                "presence": torch.from_numpy(presence), "score": torch.tensor(score),
+                "score_weight": torch.tensor(score_weight), "n": n}
+
+    def _augmented(self, utt: str) -> Optional[dict]:
+        from pyutils.sqa.audio import AudioError, load_audio
+        from pyutils.sqa.features import fbank
+
+        ref = self.refs.get(utt)
+        try:
+            x = load_audio(self.wavs[utt])
+        except AudioError:
+            return None
+        y, faults = self.augmenter(x, self.rng, ref)
+        if y is None:
+            return None
+        feats = fbank(y, n_mels=int(np.asarray(self.feats[utt]).shape[1]))
+        n = num_grid_frames(len(y) / 16000.0)
+        return self._item(utt, feats, n, {"faults": faults, "score": 3.0}, score_weight=0.0)
+
+
+def collate(batch: List[dict]) -> dict:
+    """Pad to the longest example: feats (B, T, F), labels (B, N, 3) with masks."""
+    b = len(batch)
+    t = max(x["feats"].shape[0] for x in batch)
+    n = max(x["n"] for x in batch)
+    f = batch[0]["feats"].shape[1]
+    feats = torch.zeros(b, t, f)
+    labels = torch.zeros(b, n, len(FAULTS))
+    mask = torch.zeros(b, n, dtype=torch.bool)
+    for i, x in enumerate(batch):
+        feats[i, : x["feats"].shape[0]] = x["feats"]
+        labels[i, : x["n"]] = x["labels"]
+        mask[i, : x["n"]] = True
+    return {"utts": [x["utt"] for x in batch], "feats": feats,
+            "lengths": torch.tensor([x["feats"].shape[0] for x in batch]),
+            "n_frames": torch.tensor([x["n"] for x in batch]),
+            "labels": labels, "mask": mask,
+            "presence": torch.stack([x["presence"] for x in batch]),
+            "score": torch.stack([x["score"] for x in batch]),
+            "score_weight": torch.stack([x["score_weight"] for x in batch])}
+
+
+class BucketBatchSampler(torch.utils.data.Sampler):
+    """Batches of similar length (less padding): shuffle, sort in pools, shuffle batches."""
+
+    def __init__(self, lengths: List[int], batch_size: int, seed: int = 0, pool: int = 20):
+        self.lengths, self.bs, self.seed, self.pool, self.epoch = lengths, batch_size, seed, pool, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _batches(self):
+        rnd = random.Random(self.seed + self.epoch)
+        idx = list(range(len(self.lengths)))
+        rnd.shuffle(idx)
+        batches = []
+        step = self.bs * self.pool
+        for k in range(0, len(idx), step):
+            chunk = sorted(idx[k:k + step], key=lambda i: self.lengths[i])
+            batches += [chunk[j:j + self.bs] for j in range(0, len(chunk), self.bs)]
+        rnd.shuffle(batches)
+        return batches
+
+    def __iter__(self):
+        return iter(self._batches())
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.bs - 1) // self.bs

@@ -1,0 +1,128 @@
+"""Multi-task SQA network at the 20 ms scoring grid.
+
+Input: normalised log-mel frames at 10 ms (B, T, F). A conv front-end with one
+stride-2 layer brings them to 20 ms (T' = ceil(T / 2)); a bidirectional GRU
+gives context; three heads read the encoder output:
+
+- frame fault head: per-frame logits for (noise, distortion, pause);
+- utterance presence head: logits from [mean-pool ; max-pool] of the encoder;
+- score head: attention pooling, then ``score = 1 + 4 * sigmoid(z)`` in [1, 5].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from pyutils.sqa.common import FAULTS, SCORE_MAX, SCORE_MIN
+
+
+@dataclass
+class ModelConfig:
+    input_dim: int = 80
+    conv_channels: int = 128
+    rnn_hidden: int = 128
+    rnn_layers: int = 2
+    dropout: float = 0.1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ConvBlock(nn.Module):
+    """Conv1d -> LayerNorm (over channels) -> GELU -> dropout, optional residual."""
+
+    def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1, dropout: float = 0.0):
+        super().__init__()
+        self.conv = nn.Conv1d(cin, cout, kernel, stride=stride, padding=kernel // 2)
+        self.norm = nn.LayerNorm(cout)
+        self.drop = nn.Dropout(dropout)
+        self.residual = cin == cout and stride == 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T)
+        y = self.conv(x)
+        y = self.drop(torch.nn.functional.gelu(self.norm(y.transpose(1, 2)).transpose(1, 2)))
+        return x + y if self.residual else y
+
+
+def subsampled_lengths(lengths: torch.Tensor) -> torch.Tensor:
+    """Output frames of the stride-2 conv (kernel 5, padding 2): ceil(T / 2)."""
+    return (lengths + 1) // 2
+
+
+class SQAModel(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        c, h = cfg.conv_channels, cfg.rnn_hidden
+        self.frontend = nn.Sequential(
+            ConvBlock(cfg.input_dim, c, 5, 1, cfg.dropout),
+            ConvBlock(c, c, 5, 2, cfg.dropout),   # 10 ms -> 20 ms
+            ConvBlock(c, c, 3, 1, cfg.dropout),
+            ConvBlock(c, c, 3, 1, cfg.dropout),
+        )
+        self.rnn = nn.GRU(c, h, num_layers=cfg.rnn_layers, batch_first=True, bidirectional=True,
+                          dropout=cfg.dropout if cfg.rnn_layers > 1 else 0.0)
+        d = 2 * h
+        self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
+        self.utt_head = nn.Linear(2 * d, len(FAULTS))
+        self.att = nn.Linear(d, 1)
+        self.score_head = nn.Sequential(nn.Linear(d + len(FAULTS), h), nn.GELU(), nn.Linear(h, 1))
+
+    def forward(self, feats: torch.Tensor, lengths: torch.Tensor):
+        """feats (B, T, F), lengths (B,) -> dict with
+        ``frame_logits`` (B, T', 3), ``utt_logits`` (B, 3), ``score`` (B,), ``lengths`` (B,)."""
+        x = self.frontend(feats.transpose(1, 2)).transpose(1, 2)  # (B, T', C)
+        out_lens = subsampled_lengths(lengths).clamp(max=x.shape[1], min=1)
+        packed = pack_padded_sequence(x, out_lens.cpu(), batch_first=True, enforce_sorted=False)
+        enc, _ = self.rnn(packed)
+        enc, _ = pad_packed_sequence(enc, batch_first=True, total_length=x.shape[1])
+        mask = torch.arange(x.shape[1], device=x.device)[None, :] < out_lens[:, None]  # (B, T')
+        frame_logits = self.frame_head(enc)
+        m = mask.unsqueeze(-1).float()
+        mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
+        mx = enc.masked_fill(~mask.unsqueeze(-1), -1e4).max(1).values
+        utt_logits = self.utt_head(torch.cat([mean, mx], dim=-1))
+        att = self.att(enc).squeeze(-1).masked_fill(~mask, -1e4).softmax(dim=1)
+        pooled = (att.unsqueeze(-1) * enc).sum(1)
+        # fraction of frames the frame head marks as faulty: a strong cue for the score
+        frac = (torch.sigmoid(frame_logits) * m).sum(1) / m.sum(1).clamp(min=1.0)
+        z = self.score_head(torch.cat([pooled, frac], dim=-1)).squeeze(-1)
+        score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
+        return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
+                "lengths": out_lens, "mask": mask}
+
+
+def fit_length(x: torch.Tensor, n: int) -> torch.Tensor:
+    """Crop or edge-pad (B, T, ...) along time to ``n`` frames (the grid length)."""
+    t = x.shape[1]
+    if t == n:
+        return x
+    if t > n:
+        return x[:, :n]
+    pad = x[:, -1:].expand(x.shape[0], n - t, *x.shape[2:])
+    return torch.cat([x, pad], dim=1)
+
+
+def save_model(path: str, model: SQAModel, stats: dict, extra: dict | None = None) -> None:
+    """Checkpoint with everything inference needs (config, weights, feature stats)."""
+    import os
+
+    blob = {"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(),
+            "feat_mean": torch.as_tensor(stats["mean"]), "feat_std": torch.as_tensor(stats["std"]),
+            "extra": extra or {}}
+    tmp = path + ".tmp"
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
+
+
+def load_model(path: str, device: str = "cpu"):
+    """-> (model in eval mode, mean, std, extra)."""
+    blob = torch.load(path, map_location=device, weights_only=False)
+    model = SQAModel(ModelConfig(**blob["model_config"]))
+    model.load_state_dict(blob["state_dict"])
+    model.eval()
+    return model, blob["feat_mean"], blob["feat_std"], blob.get("extra", {})

@@ -1,0 +1,174 @@
+"""Frame probabilities -> fault intervals, and the grid search that tunes it.
+
+Per fault, with parameters ``(median, threshold, merge_gap, min_dur, utt_threshold)``:
+
+1. median-smooth the 20 ms probabilities over ``median`` frames (odd);
+2. keep frames with ``p >= threshold``;
+3. fill holes shorter than ``merge_gap`` seconds between two kept runs;
+4. drop runs shorter than ``min_dur`` seconds;
+5. if the utterance-level presence probability is below ``utt_threshold``,
+   drop all runs (``utt_threshold = 0`` disables this gate).
+
+A fault is reported present iff at least one interval survives, so a present
+fault always carries intervals. Each fault's F1 and IoU depend only on its own
+parameters, so :func:`tune` picks, per fault, the grid point maximising
+``F1 + IoU`` as measured by :func:`pyutils.scoring.sqa.score_sqa` on dev.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+from typing import Dict, List, Sequence
+
+import numpy as np
+from scipy.ndimage import median_filter
+
+from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SCORE_MAX, SCORE_MIN, frames_to_intervals
+
+DEFAULT_PARAMS = {"median": 5, "threshold": 0.5, "merge_gap": 0.1, "min_dur": 0.1, "utt_threshold": 0.0}
+
+GRID = {
+    "median": [1, 5, 9],
+    "threshold": [0.3, 0.4, 0.5, 0.6, 0.7],
+    "merge_gap": [0.0, 0.1, 0.3],
+    "min_dur": [0.0, 0.06, 0.12, 0.24],
+    "utt_threshold": [0.0, 0.5],
+}
+
+
+def _runs(mask: np.ndarray):
+    padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    d = np.diff(padded)
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def smooth_and_threshold(probs: np.ndarray, median: int, threshold: float, merge_gap: float,
+                         min_dur: float) -> np.ndarray:
+    """Steps 1-4 above on one fault's (N,) probabilities -> boolean (N,) mask."""
+    p = np.asarray(probs, dtype=np.float32)
+    if median > 1 and len(p) > 1:
+        p = median_filter(p, size=int(median), mode="nearest")
+    mask = p >= threshold
+    gap = int(round(merge_gap / FRAME_SHIFT))
+    if gap > 0 and mask.any():
+        starts, ends = _runs(mask)
+        for e, s in zip(ends[:-1], starts[1:]):
+            if s - e < gap:
+                mask[e:s] = True
+    min_frames = int(round(min_dur / FRAME_SHIFT))
+    if min_frames > 1 and mask.any():
+        starts, ends = _runs(mask)
+        for s, e in zip(starts, ends):
+            if e - s < min_frames:
+                mask[s:e] = False
+    return mask
+
+
+def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float = 1.0,
+                              duration: float | None = None) -> List[List[float]]:
+    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5)."""
+    if params.get("utt_threshold", 0.0) > 0 and utt_prob < params["utt_threshold"]:
+        return []
+    mask = smooth_and_threshold(probs, int(params["median"]), float(params["threshold"]),
+                                float(params["merge_gap"]), float(params["min_dur"]))
+    ivs = frames_to_intervals(mask)
+    if duration is not None:
+        ivs = [[s, round(min(e, duration), 3)] for s, e in ivs if s < duration]
+        ivs = [iv for iv in ivs if iv[1] > iv[0]]
+    return ivs
+
+
+def make_row(utt: str, score: float, frame_probs: np.ndarray, utt_probs: Sequence[float],
+             params: Dict[str, dict], duration: float | None = None) -> dict:
+    """Submission row ``{"utt_id", "score", "faults": {...}}`` from model outputs."""
+    faults = {}
+    for j, name in enumerate(FAULTS):
+        faults[name] = frames_to_fault_intervals(frame_probs[:, j], params[name],
+                                                 float(utt_probs[j]), duration)
+    score = float(np.clip(score, SCORE_MIN, SCORE_MAX))
+    return {"utt_id": utt, "score": round(score, 4), "faults": faults}
+
+
+def load_outputs(path: str) -> dict:
+    """Model outputs saved by :mod:`pyutils.sqa.infer` (npz) -> dict of arrays per utt."""
+    data = np.load(path, allow_pickle=False)
+    utts = [str(u) for u in data["utts"]]
+    offsets = data["offsets"]
+    out = {}
+    for i, u in enumerate(utts):
+        out[u] = {"frame_probs": data["frame_probs"][offsets[i]:offsets[i + 1]],
+                  "utt_probs": data["utt_probs"][i], "score": float(data["scores"][i]),
+                  "duration": float(data["durations"][i])}
+    return out
+
+
+def rows_from_outputs(outputs: dict, params: Dict[str, dict]) -> List[dict]:
+    return [make_row(u, o["score"], o["frame_probs"], o["utt_probs"], params, o["duration"])
+            for u, o in sorted(outputs.items())]
+
+
+def fault_metrics(result: dict, fault: str) -> tuple:
+    """(F1, IoU) of one fault from a ``score_sqa`` result."""
+    per = result["per_fault"][fault]
+    iou = per["IoU"]  # None when the fault never occurs in the reference set
+    return float(per["F1"]), float(iou) if iou is not None else 0.0
+
+
+def tune(outputs: dict, ref_rows: List[dict], grid: dict | None = None) -> tuple:
+    """Grid search per fault maximising F1 + IoU on dev; returns (params, table)."""
+    from pyutils.scoring.sqa import score_sqa
+
+    grid = grid or GRID
+    keys = list(grid)
+    best = {f: (-1.0, None) for f in FAULTS}
+    table = []
+    ref_ids = {r["utt_id"] for r in ref_rows}
+    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    for values in itertools.product(*(grid[k] for k in keys)):
+        params = dict(zip(keys, values))
+        res = score_sqa(ref_rows, rows_from_outputs(outputs, {f: params for f in FAULTS}))
+        for f in FAULTS:
+            f1, iou = fault_metrics(res, f)
+            table.append({**params, "fault": f, "f1": f1, "iou": iou})
+            if f1 + iou > best[f][0]:
+                best[f] = (f1 + iou, params)
+    return {f: best[f][1] for f in FAULTS}, table
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pyutils.sqa.postproc", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tune", help="grid-search post-processing on dev outputs")
+    t.add_argument("--outputs", required=True, help="outputs.npz of pyutils.sqa.infer on dev")
+    t.add_argument("--ref", required=True, help="dev reference JSONL")
+    t.add_argument("--out", required=True, help="postproc.json to write (saved with the model)")
+    t.add_argument("--quick", action="store_true", help="a smaller grid (ci preset)")
+    args = p.parse_args(argv)
+    from pyutils.sqa.common import read_jsonl
+
+    grid = GRID
+    if args.quick:
+        grid = {"median": [1, 5], "threshold": [0.4, 0.5, 0.6], "merge_gap": [0.0, 0.1],
+                "min_dur": [0.0, 0.12], "utt_threshold": [0.0, 0.5]}
+    params, table = tune(load_outputs(args.outputs), read_jsonl(args.ref), grid)
+    best_rows = {f: max((r for r in table if r["fault"] == f), key=lambda r: r["f1"] + r["iou"])
+                 for f in FAULTS}
+    for f in FAULTS:
+        r = best_rows[f]
+        print(f"{f}: F1 {r['f1']:.4f} IoU {r['iou']:.4f} with {params[f]}", flush=True)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"params": params, "dev": {f: {"f1": best_rows[f]["f1"], "iou": best_rows[f]["iou"]}
+                                             for f in FAULTS},
+                   "grid_points": len(table) // len(FAULTS)}, fh, indent=2)
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

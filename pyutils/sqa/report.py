@@ -1,0 +1,136 @@
+"""RESULTS.md for the SQA recipe: model vs baselines per test set.
+
+``python -m pyutils.sqa.report --model-dir exp/sqa_default --test-sets "test" \
+    --baseline-dir exp/sqa_baselines --out exp/sqa_default/RESULTS.md``
+
+Each test set gets a section with a line ``Final: <value>`` (the model's
+score, read by scripts), the per-fault F1/IoU table and the baselines scored
+with the same ``chorus-score sqa`` on the same split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+from pyutils.sqa.common import FAULTS, write_text_atomic
+
+
+def _load(path):
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    return None
+
+
+def _fmt(x):
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def _row(name, r):
+    pf = r["per_fault"]
+    cells = [name, _fmt(r["PCC"])] + [_fmt(pf[f]["F1"]) for f in FAULTS] + \
+            [_fmt(pf[f]["IoU"]) for f in FAULTS] + [_fmt(r["F1_macro"]), _fmt(r["IoU_macro"]), f"**{_fmt(r['Final'])}**"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _train_summary(model_dir):
+    path = os.path.join(model_dir, "train_log.tsv")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    if not rows:
+        return None
+    secs = sum(float(r[6]) for r in rows)
+    best = min(rows, key=lambda r: float(r[2]))
+    return len(rows), secs, best[0], float(best[2])
+
+
+def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None) -> str:
+    lines = [f"# SQA results ({os.path.basename(os.path.normpath(model_dir))}, preset {preset})", ""]
+    lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
+                 f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
+                 "(`chorus-score sqa`, 20 ms grid).")
+    if wall_seconds:
+        lines.append(f"Wall time of the run that wrote this file: {float(wall_seconds) / 60:.1f} min"
+                     + (f" (load average at the end: {load})" if load else "") + ".")
+    ts = _train_summary(model_dir)
+    cfg_path = os.path.join(model_dir, "config.yaml")
+    if ts:
+        lines.append(f"Training: {ts[0]} epochs in {ts[1] / 60:.1f} min; best dev loss {ts[3]:.4f} at epoch {ts[2]}"
+                     f" (config: {cfg_path}).")
+    pp = _load(os.path.join(model_dir, "postproc.json"))
+    lines.append("")
+    for s in test_sets:
+        r = _load(os.path.join(model_dir, f"infer_{s}", "score.json"))
+        lines.append(f"## {s}")
+        lines.append("")
+        if r is None:
+            lines += ["No score: the model was not trained/inferred on this set.", ""]
+            continue
+        lines.append(f"Final: {r['Final']:.4f}")
+        lines.append("")
+        lines.append(f"Recordings: {r['num_recordings']}. PCC: {r['PCC']:.4f}. "
+                     f"F1_macro: {r['F1_macro']:.4f}. IoU_macro: {r['IoU_macro']:.4f}.")
+        lines.append("")
+        head = ["system", "PCC"] + [f"F1 {f}" for f in FAULTS] + [f"IoU {f}" for f in FAULTS] + \
+               ["F1_macro", "IoU_macro", "Final"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        lines.append(_row("model (conv+BiGRU, tuned post-proc.)", r))
+        b = _load(os.path.join(baseline_dir, s, "score_combined.json")) if baseline_dir else None
+        if b is not None:
+            lines.append(_row("baselines combined", b))
+            bpf = b["per_fault"]
+            lines += ["", "Baselines (no learning; thresholds tuned on dev, same split, same scorer):", "",
+                      f"- DNSMOS P.835 OVRL as the score: PCC {b['PCC']:.4f}",
+                      f"- silero-vad gaps as pauses: F1 {_fmt(bpf['pause']['F1'])}, IoU {_fmt(bpf['pause']['IoU'])}",
+                      f"- energy-floor noise detector: F1 {_fmt(bpf['noise']['F1'])}, IoU {_fmt(bpf['noise']['IoU'])}",
+                      f"- clipping detector as distortion: F1 {_fmt(bpf['distortion']['F1'])}, "
+                      f"IoU {_fmt(bpf['distortion']['IoU'])}"]
+        else:
+            lines.append("")
+            lines.append("Baselines: not run (stage 4 skipped).")
+        counts = ", ".join(f"{f} TP/FP/FN {r['per_fault'][f]['counts']['tp']}/{r['per_fault'][f]['counts']['fp']}/"
+                           f"{r['per_fault'][f]['counts']['fn']}" for f in FAULTS)
+        lines += ["", f"Model presence counts: {counts}.", ""]
+        plots = os.path.join(model_dir, f"plots_{s}")
+        if os.path.isdir(plots):
+            lines += [f"Plots: `{plots}/` (spectrogram with reference vs predicted fault bands per "
+                      "recording; `calibration.png` predicted vs reference score).", ""]
+    if pp:
+        lines += ["## Post-processing (tuned on dev)", ""]
+        for f in FAULTS:
+            prm = pp["params"][f]
+            dv = pp.get("dev", {}).get(f, {})
+            lines.append(f"- {f}: median {prm['median']} frames, threshold {prm['threshold']}, merge gaps < "
+                         f"{prm['merge_gap']} s, min duration {prm['min_dur']} s, utterance gate "
+                         f"{prm['utt_threshold']} (dev F1 {dv.get('f1', float('nan')):.4f}, "
+                         f"IoU {dv.get('iou', float('nan')):.4f})")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pyutils.sqa.report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--test-sets", required=True, help="space-separated")
+    p.add_argument("--baseline-dir")
+    p.add_argument("--preset", default="?")
+    p.add_argument("--wall-seconds")
+    p.add_argument("--load", help="load average to note (shared machines)")
+    p.add_argument("--out", required=True)
+    a = p.parse_args(argv)
+    write_text_atomic(a.out, build(a.model_dir, a.test_sets.split(), a.baseline_dir, a.preset,
+                                   a.wall_seconds, a.load))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

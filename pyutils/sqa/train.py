@@ -1,0 +1,202 @@
+"""Train the SQA model (icefall-style: one readable loop, no framework).
+
+Loss per batch (masked to real frames)::
+
+    L = w_s * SmoothL1(score, ref_score)              (examples with a known score)
+      + w_f * BCE(frame_logits, frame_labels)         (per frame, per fault)
+      + w_u * BCE(utt_logits, presence)               (per utterance, per fault)
+
+Usage::
+
+    python -m pyutils.sqa.train --config conf/train_default.yaml \
+        --train-dir dump/train --train-ref data/train/ref.jsonl \
+        --dev-dir dump/dev --dev-ref data/dev/ref.jsonl \
+        --stats exp/sqa_stats/feats_stats.npz --outdir exp/sqa_default
+
+Writes ``OUTDIR/model.pt`` (best dev loss), ``OUTDIR/last.pt`` (resume point,
+``--resume``), ``OUTDIR/train_log.tsv`` and ``OUTDIR/config.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import yaml
+
+from pyutils.sqa.dataset import BucketBatchSampler, SQADataset, collate
+from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, save_model
+
+DEFAULTS = {
+    "model": {},
+    "epochs": 20,
+    "batch_size": 16,
+    "lr": 2e-3,
+    "weight_decay": 1e-4,
+    "grad_clip": 5.0,
+    "w_score": 1.0,
+    "w_frame": 1.0,
+    "w_utt": 0.5,
+    "augment_prob": 0.0,
+    "max_minutes": 0.0,   # 0 = no time budget
+    "seed": 0,
+    "num_threads": 2,
+}
+
+
+def load_config(path: str | None) -> dict:
+    cfg = dict(DEFAULTS)
+    if path:
+        with open(path, encoding="utf-8") as f:
+            user = yaml.safe_load(f) or {}
+        unknown = set(user) - set(DEFAULTS)
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+        cfg.update(user)
+    return cfg
+
+
+def compute_loss(model, batch, mean, std, cfg) -> tuple:
+    feats = (batch["feats"] - mean) / std
+    out = model(feats, batch["lengths"])
+    n = batch["labels"].shape[1]
+    logits = fit_length(out["frame_logits"], n)
+    mask = batch["mask"].unsqueeze(-1).float()
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch["labels"], reduction="none")
+    l_frame = (bce * mask).sum() / (mask.sum() * logits.shape[-1]).clamp(min=1.0)
+    l_utt = torch.nn.functional.binary_cross_entropy_with_logits(out["utt_logits"], batch["presence"])
+    sw = batch["score_weight"]
+    l_score = (torch.nn.functional.smooth_l1_loss(out["score"], batch["score"], reduction="none") * sw).sum() \
+        / sw.sum().clamp(min=1.0)
+    total = cfg["w_score"] * l_score + cfg["w_frame"] * l_frame + cfg["w_utt"] * l_utt
+    return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
+
+
+def make_augmenter():
+    """Fault simulator from the mini-corpus helper, adapted to (x, rng, ref) -> (y, faults)."""
+    try:
+        from pyutils.synth import faults as fault_sim
+    except ImportError:
+        print("WARNING: pyutils.synth.faults is missing; training without fault augmentation", flush=True)
+        return None
+    from pyutils.sqa.augment import make_fault_augmenter
+
+    return make_fault_augmenter(fault_sim)
+
+
+def evaluate(model, loader, mean, std, cfg) -> float:
+    model.eval()
+    tot, cnt = 0.0, 0
+    with torch.no_grad():
+        for batch in loader:
+            loss, _ = compute_loss(model, batch, mean, std, cfg)
+            tot += loss.item() * len(batch["utts"])
+            cnt += len(batch["utts"])
+    model.train()
+    return tot / max(cnt, 1)
+
+
+def train(args) -> int:
+    cfg = load_config(args.config)
+    torch.manual_seed(cfg["seed"])
+    np.random.seed(cfg["seed"])
+    torch.set_num_threads(int(cfg["num_threads"]))
+    os.makedirs(args.outdir, exist_ok=True)
+    with open(os.path.join(args.outdir, "config.yaml"), "w", encoding="utf-8") as f:
+        yaml.safe_dump(cfg, f, sort_keys=True)
+    stats = np.load(args.stats)
+    mean, std = torch.from_numpy(stats["mean"]), torch.from_numpy(stats["std"])
+
+    augmenter = make_augmenter() if cfg["augment_prob"] > 0 else None
+    d = args.train_dir
+    train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, f"{d}/wav.scp",
+                           augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"])
+    dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref)
+    if len(train_set) == 0:
+        raise SystemExit(f"no training examples in {d} with references in {args.train_ref}")
+    sampler = BucketBatchSampler([train_set.num_frames(i) for i in range(len(train_set))],
+                                 cfg["batch_size"], seed=cfg["seed"])
+    train_loader = torch.utils.data.DataLoader(train_set, batch_sampler=sampler, collate_fn=collate)
+    dev_loader = torch.utils.data.DataLoader(dev_set, batch_size=cfg["batch_size"], collate_fn=collate)
+
+    model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0])})
+    model = SQAModel(model_cfg)
+    n_params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    total_steps = max(1, cfg["epochs"] * len(sampler))
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg["lr"], total_steps=total_steps,
+                                                pct_start=0.1, anneal_strategy="cos")
+    start_epoch, best = 1, float("inf")
+    last_path = os.path.join(args.outdir, "last.pt")
+    if args.resume and os.path.exists(last_path):
+        ck = torch.load(last_path, map_location="cpu", weights_only=False)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        sched.load_state_dict(ck["sched"])
+        start_epoch, best = ck["epoch"] + 1, ck["best"]
+        print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
+    print(f"train {len(train_set)} utts, dev {len(dev_set)} utts, model {n_params / 1e6:.2f} M params, "
+          f"{cfg['epochs']} epochs x {len(sampler)} batches", flush=True)
+
+    log_path = os.path.join(args.outdir, "train_log.tsv")
+    if start_epoch == 1:
+        with open(log_path, "w", encoding="utf-8") as f:
+            f.write("epoch\ttrain_loss\tdev_loss\tl_score\tl_frame\tl_utt\tseconds\n")
+    t_start = time.time()
+    for epoch in range(start_epoch, cfg["epochs"] + 1):
+        sampler.set_epoch(epoch)
+        model.train()
+        t0, tot, parts, nb = time.time(), 0.0, np.zeros(3), 0
+        for batch in train_loader:
+            loss, p = compute_loss(model, batch, mean, std, cfg)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
+            opt.step()
+            if sched.last_epoch + 1 < total_steps:
+                sched.step()
+            tot += loss.item()
+            parts += [p["score"], p["frame"], p["utt"]]
+            nb += 1
+        dev_loss = evaluate(model, dev_loader, mean, std, cfg)
+        secs = time.time() - t0
+        parts /= max(nb, 1)
+        print(f"epoch {epoch}: train loss {tot / max(nb, 1):.4f} (score {parts[0]:.3f} frame {parts[1]:.3f} "
+              f"utt {parts[2]:.3f}), dev loss {dev_loss:.4f}, {secs:.1f} s", flush=True)
+        with open(log_path, "a", encoding="utf-8") as f:
+            f.write(f"{epoch}\t{tot / max(nb, 1):.5f}\t{dev_loss:.5f}\t{parts[0]:.5f}\t{parts[1]:.5f}\t"
+                    f"{parts[2]:.5f}\t{secs:.1f}\n")
+        if dev_loss < best:
+            best = dev_loss
+            save_model(os.path.join(args.outdir, "model.pt"), model, stats,
+                       {"epoch": epoch, "dev_loss": dev_loss, "train_config": cfg})
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                    "epoch": epoch, "best": best}, last_path + ".tmp")
+        os.replace(last_path + ".tmp", last_path)
+        if cfg["max_minutes"] and time.time() - t_start > 60 * cfg["max_minutes"] and epoch < cfg["epochs"]:
+            print(f"stopping after epoch {epoch}: time budget of {cfg['max_minutes']} min used", flush=True)
+            break
+    print(f"best dev loss {best:.4f}; model -> {os.path.join(args.outdir, 'model.pt')}", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pyutils.sqa.train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", help="YAML with keys of DEFAULTS (model: {...}, epochs, lr, ...)")
+    p.add_argument("--train-dir", required=True, help="dump dir with feats.scp, utt2dur, wav.scp")
+    p.add_argument("--train-ref", required=True, help="reference JSONL of the training set")
+    p.add_argument("--dev-dir", required=True)
+    p.add_argument("--dev-ref", required=True)
+    p.add_argument("--stats", required=True, help="feats_stats.npz (mean, std)")
+    p.add_argument("--outdir", required=True)
+    p.add_argument("--resume", action="store_true", help="continue from OUTDIR/last.pt")
+    return train(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

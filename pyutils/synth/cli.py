@@ -1,0 +1,248 @@
+"""``chorus-synth {nvv,sqa,vc} --out DIR``: generate an offline mini corpus.
+
+The utterance list (the *plan*) is made in this process, split into ``--nj``
+shards and rendered by ``python -m pyutils.synth.worker`` jobs through
+``--cmd`` (``utils/run.pl``/``utils/slurm.pl``, logs in ``DIR/log/synth.JOB.log``)
+or, without ``--cmd``, by a local process pool.  Every utterance has its own
+seed derived from (``--seed``, utterance index), so the bytes do not depend
+on ``--nj``.  ``DIR/.done`` marks a finished corpus; re-running with the same
+arguments is a no-op, different arguments are refused unless ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import multiprocessing as mp
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List
+
+from pyutils.synth.io import read_jsonl, write_jsonl, write_text
+from pyutils.synth.worker import KIND_MODULES, render_item
+
+FORMAT_VERSION = 1
+#: arguments that change the corpus (``--nj``/``--cmd`` do not)
+IDENTITY = {
+    "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
+    "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
+    "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="chorus-synth", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Example: chorus-synth nvv --lang en --preset ci --out corpus/nvv_en --nj 2 "
+               "--cmd utils/run.pl")
+    sub = ap.add_subparsers(dest="kind", required=True)
+    helps = {"nvv": "speech with NVV events (en, zh) for NVV-ASR and NVV-TTS",
+             "sqa": "clean speech + noise/distortion/pause faults with quality scores",
+             "vc": "multi-speaker Vietnamese speech split like VLSP 2025 VC"}
+    for kind in ("nvv", "sqa", "vc"):
+        p = sub.add_parser(kind, help=helps[kind], description=helps[kind])
+        p.add_argument("--out", required=True, help="output corpus directory")
+        if kind == "nvv":
+            p.add_argument("--lang", choices=["en", "zh"], default="en")
+        elif kind == "sqa":
+            p.add_argument("--lang", choices=["en"], default="en")
+        p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--nj", type=int, default=1, help="number of parallel jobs")
+        p.add_argument("--cmd", default="",
+                       help="job backend, e.g. 'utils/run.pl' (default: local process pool)")
+        p.add_argument("--overwrite", action="store_true",
+                       help="remove an existing DIR made with other arguments")
+        p.add_argument("--num-voices", type=int, default=None, help="override the preset")
+        if kind in ("nvv", "sqa"):
+            for s in ("train", "dev", "test"):
+                p.add_argument(f"--num-{s}", type=int, default=None,
+                               help=f"utterances in {s} (override the preset)")
+        else:
+            p.add_argument("--num-target-voices", type=int, default=None,
+                           help="voices held out of training (test targets)")
+            p.add_argument("--utts-per-voice", type=int, default=None)
+            p.add_argument("--num-pairs", type=int, default=None)
+    return ap
+
+
+def identity(args) -> dict:
+    ident = {"kind": args.kind, "format_version": FORMAT_VERSION}
+    for k in IDENTITY[args.kind]:
+        ident[k] = getattr(args, k, None)
+    return ident
+
+
+def _log(msg: str) -> None:
+    print(f"chorus-synth: {msg}", file=sys.stderr, flush=True)
+
+
+def _prepare_dir(out: Path, ident: dict, overwrite: bool) -> bool:
+    """Return True when the corpus is already complete with the same arguments."""
+    args_file = out / "synth_args.json"
+    if args_file.exists():
+        old = json.loads(args_file.read_text())
+        if old == ident:
+            if (out / ".done").exists():
+                return True
+        elif not overwrite:
+            raise SystemExit(
+                f"chorus-synth: {out} was made with other arguments ({args_file}: {old}); "
+                f"use a new --out directory or --overwrite")
+        else:
+            _log(f"--overwrite: removing {out}")
+            shutil.rmtree(out)
+    elif out.exists() and any(out.iterdir()) and not overwrite:
+        raise SystemExit(f"chorus-synth: {out} exists and is not a chorus-synth corpus; "
+                         f"use a new --out directory or --overwrite")
+    elif out.exists() and overwrite:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ".done").unlink(missing_ok=True)
+    write_text(args_file, [json.dumps(ident, sort_keys=True)])
+    return False
+
+
+def _shards(items: List[dict], nj: int) -> List[List[dict]]:
+    size = math.ceil(len(items) / nj) if items else 0
+    return [items[i * size:(i + 1) * size] for i in range(nj)]
+
+
+def _progress(done: int, total: int, t0: float) -> None:
+    el = time.time() - t0
+    _log(f"{done}/{total} utterances ({done / max(el, 1e-9):.1f} utt/s, {el:.0f} s)")
+
+
+def _render_with_cmd(items, out: Path, nj: int, cmd: str) -> List[dict]:
+    plan_dir, meta_dir, log_dir = out / "plan", out / "meta", out / "log"
+    for d in (plan_dir, meta_dir, log_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    shards = _shards(items, nj)
+    todo = []
+    for j, shard in enumerate(shards, 1):
+        plan_path = plan_dir / f"plan.{j}.jsonl"
+        meta_path = meta_dir / f"meta.{j}.jsonl"
+        new_plan = [json.dumps(it, ensure_ascii=False) for it in shard]
+        old_plan = plan_path.read_text(encoding="utf-8").splitlines() if plan_path.exists() else None
+        if old_plan == new_plan and meta_path.exists():
+            continue                   # this shard finished in an earlier run
+        write_text(plan_path, new_plan)
+        meta_path.unlink(missing_ok=True)
+        todo.append(j)
+    if todo:
+        worker = (f"{shlex.quote(sys.executable)} -m pyutils.synth.worker "
+                  f"--plan {plan_dir}/plan.JOB.jsonl --out {out} --meta {meta_dir}/meta.JOB.jsonl")
+        full = f"{cmd} JOB=1:{nj} {log_dir}/synth.JOB.log {worker}"
+        if len(todo) < nj:
+            _log(f"resuming: shards {todo} of {nj} left")
+            # jobs of finished shards return at once: their meta exists, re-run would redo them,
+            # so run only the missing ones one by one through the backend
+            procs = [subprocess.Popen(f"{cmd} {log_dir}/synth.{j}.log {worker.replace('JOB', str(j))}",
+                                      shell=True) for j in todo]
+        else:
+            _log(f"running: {full}")
+            procs = [subprocess.Popen(full, shell=True)]
+        t0 = time.time()
+        total = sum(len(shards[j - 1]) for j in todo)
+        last = 0.0
+        while any(p.poll() is None for p in procs):
+            time.sleep(0.5)
+            if time.time() - last > 5:
+                done = 0
+                for j in todo:
+                    part = meta_dir / f"meta.{j}.jsonl.partial"
+                    if (meta_dir / f"meta.{j}.jsonl").exists():
+                        done += len(shards[j - 1])
+                    elif part.exists():
+                        done += sum(1 for _ in open(part, encoding="utf-8"))
+                _progress(done, total, t0)
+                last = time.time()
+        bad = [p.returncode for p in procs if p.returncode != 0]
+        if bad:
+            raise SystemExit(f"chorus-synth: synthesis jobs failed; see {log_dir}/synth.*.log")
+        _progress(total, total, t0)
+    metas = []
+    for j in range(1, nj + 1):
+        metas += read_jsonl(meta_dir / f"meta.{j}.jsonl")
+    return metas
+
+
+_OUT = None
+
+
+def _init_pool(out: str) -> None:
+    global _OUT
+    _OUT = out
+
+
+def _render_one(item: dict) -> dict:
+    return render_item(item, _OUT)
+
+
+def _render_with_pool(items, out: Path, nj: int) -> List[dict]:
+    (out / "wav").mkdir(parents=True, exist_ok=True)
+    t0, last, metas = time.time(), time.time(), []
+    if nj <= 1:
+        for i, it in enumerate(items, 1):
+            metas.append(render_item(it, str(out)))
+            if time.time() - last > 5:
+                _progress(i, len(items), t0)
+                last = time.time()
+    else:
+        ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+        with ctx.Pool(nj, initializer=_init_pool, initargs=(str(out),)) as pool:
+            for i, m in enumerate(pool.imap(_render_one, items, chunksize=4), 1):
+                metas.append(m)
+                if time.time() - last > 5:
+                    _progress(i, len(items), t0)
+                    last = time.time()
+    _progress(len(items), len(items), t0)
+    return metas
+
+
+def run(args) -> Path:
+    out = Path(args.out).resolve()
+    ident = identity(args)
+    if _prepare_dir(out, ident, args.overwrite):
+        _log(f"{out} is complete (.done); nothing to do")
+        return out
+    mod = importlib.import_module(KIND_MODULES[args.kind])
+    t0 = time.time()
+    items = mod.plan_from_args(args)
+    _log(f"{args.kind}: {len(items)} utterances -> {out} (nj={args.nj}"
+         f"{', cmd=' + args.cmd if args.cmd else ', local pool'})")
+    if args.cmd:
+        metas = _render_with_cmd(items, out, args.nj, args.cmd)
+    else:
+        metas = _render_with_pool(items, out, args.nj)
+    if len(metas) != len(items):
+        raise SystemExit(f"chorus-synth: expected {len(items)} utterances, got {len(metas)}")
+    counts = mod.finalize(str(out), metas, args)
+    hours = sum(m.get("dur", 0.0) for m in metas) / 3600
+    el = time.time() - t0
+    summary = {"identity": ident, "counts": counts, "hours": round(hours, 4),
+               "seconds": round(el, 1), "nj": args.nj, "cmd": args.cmd}
+    write_text(out / "summary.json", [json.dumps(summary, sort_keys=True)])
+    (out / ".done").write_text("")
+    _log(f"done in {el:.1f} s: {counts}, {hours * 60:.1f} min of audio")
+    return out
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.nj < 1:
+        raise SystemExit("chorus-synth: --nj must be >= 1")
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The ``nvv`` mini corpus: speech with inserted NVV events at exact times.
+
+Plan (cheap, in the main process): disjoint sentence lists per split, a
+voice, and 0-3 events per utterance.  Tags are drawn from consecutive random
+permutations of the 16 challenge tags, so every tag is equally frequent
+(±1) in every split.  Events sit at word (en) / character (zh) boundaries,
+including the start and the end; two events may share a boundary.
+
+Render (in the jobs): the words between events are synthesised as one chunk
+each (trimmed of the engine's silence), then chunks, events and short gaps
+are concatenated, so each event's ``start``/``end`` is known to the sample.
+``position`` is the number of lexical units (words / characters) before the
+event, exactly as the Track 1 evaluator counts them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List
+
+import numpy as np
+
+from pyutils.synth import SAMPLE_RATE
+from pyutils.synth.audio import db_to_amp, silence, write_wav
+from pyutils.synth.nvv_sounds import synthesize
+from pyutils.synth.sentences import split_pool, words
+from pyutils.synth.speech import speak, voices
+from pyutils.tags import challenge_tags, tag_token
+
+PRESETS = {
+    "ci": {"train": 120, "dev": 20, "test": 20, "voices": 8},
+    "default": {"train": 1500, "dev": 100, "test": 100, "voices": 12},
+    "large": {"train": 10000, "dev": 300, "test": 300, "voices": 16},
+}
+SPLITS = ("train", "dev", "test")
+#: P(number of events = 0, 1, 2, 3)
+N_EVENTS_P = (0.15, 0.40, 0.30, 0.15)
+KIND_ID = 11
+
+
+def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
+    """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``)."""
+    if lang not in ("en", "zh"):
+        raise ValueError(f"nvv corpus languages are en and zh, not {lang!r}")
+    # each train sentence is used by about one utterance: more sentence variety
+    pools = split_pool(lang, {s: sizes[s] for s in SPLITS}, seed)
+    vs = voices(lang, n_voices)
+    tags = challenge_tags()
+    rng = np.random.default_rng([seed, KIND_ID, 0])
+    items = []
+    gidx = 0
+    for split in SPLITS:
+        n = sizes[split]
+        counts = rng.choice(len(N_EVENTS_P), size=n, p=N_EVENTS_P)
+        bag: List[str] = []
+        for i in range(n):
+            sentence = pools[split][i % len(pools[split])]
+            units = words(sentence, lang)
+            evs = []
+            for _ in range(int(counts[i])):
+                if not bag:
+                    bag = [tags[j] for j in rng.permutation(len(tags))]
+                tag = bag.pop()
+                r = rng.random()
+                if r < 0.2:
+                    pos = 0
+                elif r < 0.45:
+                    pos = len(units)
+                else:
+                    pos = int(rng.integers(1, len(units)))
+                evs.append({"tag": tag, "position": pos})
+            evs.sort(key=lambda e: e["position"])   # stable: same-boundary events keep draw order
+            v = vs[i % len(vs)] if split == "train" else vs[int(rng.integers(len(vs)))]
+            items.append({"kind": "nvv", "utt_id": f"{v['id']}-{split}-{i:05d}", "split": split,
+                          "lang": lang, "spk": v["id"], "voice": v, "sentence": sentence,
+                          "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx]})
+            gidx += 1
+    return items
+
+
+def tagged_text(units: List[str], events: List[dict], lang: str) -> str:
+    """Transcript in the official form: ``That was really surprising. [laugh]``."""
+    out: List[str] = []
+    k = 0
+    for p in range(len(units) + 1):
+        while k < len(events) and events[k]["position"] == p:
+            out.append(tag_token(events[k]["tag"]))
+            k += 1
+        if p < len(units):
+            out.append(units[p])
+    return (" " if lang == "en" else "").join(out)
+
+
+def render(item: dict, out_dir: str) -> dict:
+    """Synthesise one utterance to ``out_dir/wav/<utt_id>.wav``; return its metadata."""
+    sr = SAMPLE_RATE
+    rng = np.random.default_rng(item["seed"])
+    lang, units, events = item["lang"], item["units"], item["events"]
+    sep = " " if lang == "en" else ""
+    # segments in time order: ("speech", text) / ("event", index)
+    segs, cur, k = [], [], 0
+    for p in range(len(units) + 1):
+        while k < len(events) and events[k]["position"] == p:
+            if cur:
+                segs.append(("speech", sep.join(cur)))
+                cur = []
+            segs.append(("event", k))
+            k += 1
+        if p < len(units):
+            cur.append(units[p])
+    if cur:
+        segs.append(("speech", sep.join(cur)))
+
+    uttseed = int(item["seed"][-1]) * 1000 + int(item["seed"][0])
+    audio = [silence(rng.uniform(0.10, 0.30))]
+    spans, speech_parts = [], []
+    pos = len(audio[0])
+    prev = None
+    for kind, val in segs:
+        if prev is not None:
+            gap = silence(rng.uniform(0.05, 0.12) if kind == prev == "event" else rng.uniform(0.06, 0.20))
+            audio.append(gap)
+            pos += len(gap)
+        if kind == "speech":
+            x = speak(val, lang, item["voice"], seed=uttseed)
+            speech_parts.append((len(audio), x))
+        else:
+            x = synthesize(events[val]["tag"], rng, sr)
+            spans.append((val, pos, pos + len(x)))
+        audio.append(x)
+        pos += len(x)
+        prev = kind
+    audio.append(silence(rng.uniform(0.10, 0.30)))
+    # one gain for all speech chunks: peak at -3 dBFS ±2 dB (event levels are set relative to it)
+    if speech_parts:
+        peak = max(float(np.abs(x).max()) for _, x in speech_parts if len(x)) if any(
+            len(x) for _, x in speech_parts) else 1.0
+        g = db_to_amp(-3 + rng.uniform(-2, 2)) / max(peak, 1e-6)
+        for i, x in speech_parts:
+            audio[i] = x * g
+    y = np.concatenate(audio).astype(np.float32)
+    y += (db_to_amp(-70) * rng.standard_normal(len(y))).astype(np.float32)   # faint noise floor
+    y = np.clip(y, -0.99, 0.99)
+    wav = os.path.abspath(f"{out_dir}/wav/{item['utt_id']}.wav")
+    write_wav(wav, y, sr)
+    evs = []
+    for val, a, b in spans:
+        e = events[val]
+        evs.append({"tag": e["tag"], "position": e["position"], "order": val,
+                    "start": round(a / sr, 5), "end": round(b / sr, 5)})
+    return {"utt_id": item["utt_id"], "split": item["split"], "spk": item["spk"],
+            "lang": lang, "text": tagged_text(units, events, lang),
+            "dur": round(len(y) / sr, 4), "wav": wav, "events": evs}
+
+
+def write_outputs(out_dir: str, metas: List[dict], lang: str) -> None:
+    """Kaldi data dirs, ``ref/{split}.jsonl`` and ``events/{split}.jsonl``."""
+    from pyutils.synth.io import write_datadir, write_jsonl
+
+    for split in SPLITS:
+        rows = sorted((m for m in metas if m["split"] == split), key=lambda m: m["utt_id"])
+        write_datadir(f"{out_dir}/data/{split}", rows, text=True)
+        write_jsonl(f"{out_dir}/ref/{split}.jsonl",
+                    [{"utt_id": m["utt_id"], "language": lang, "text_with_nvvs": m["text"]}
+                     for m in rows])
+        write_jsonl(f"{out_dir}/events/{split}.jsonl",
+                    [{"utt_id": m["utt_id"], "events": m["events"]} for m in rows])
+
+
+# ---------------------------------------------------------------- cli glue
+def sizes_from_args(args) -> Dict[str, int]:
+    p = dict(PRESETS[args.preset])
+    for s in SPLITS:
+        v = getattr(args, f"num_{s}", None)
+        if v is not None:
+            p[s] = v
+    if getattr(args, "num_voices", None):
+        p["voices"] = args.num_voices
+    return p
+
+
+def plan_from_args(args) -> List[dict]:
+    p = sizes_from_args(args)
+    return plan(args.lang, p, p["voices"], args.seed)
+
+
+def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:
+    write_outputs(out_dir, metas, args.lang)
+    return {s: sum(m["split"] == s for m in metas) for s in SPLITS}

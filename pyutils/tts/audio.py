@@ -1,0 +1,169 @@
+"""Small data/audio steps of the TTS recipe (called from local/nvv_tts.sh).
+
+Sub-commands:
+  check-scp     every wav readable; resample/mix down to the model rate when needed
+  utt2sid       speaker ids for ESPnet from spk2sid and utt2spk
+  split-scp     split a key file into N parts (keys kept in sorted order)
+  to-submission convert synthesised wavs to the Track 2 format (16 kHz mono PCM16 <utt_id>.wav)
+  text-to-jsonl Kaldi tagged ``text`` -> Track 2 reference JSONL
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from fractions import Fraction
+from typing import Dict, List, Tuple
+
+import numpy as np
+import soundfile as sf
+from scipy import signal
+
+SUBMISSION_SR = 16000
+
+
+def read_scp(path: str) -> List[Tuple[str, str]]:
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split(maxsplit=1)
+            if not parts:
+                continue
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{lineno}: expected '<key> <value>'")
+            rows.append((parts[0], parts[1]))
+    return rows
+
+
+def write_lines_atomic(path: str, lines: List[str]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.replace(tmp, path)
+
+
+def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
+    """Polyphase resampling (anti-aliased) of float audio, any channel layout (time first)."""
+    if sr_in == sr_out:
+        return x
+    ratio = Fraction(sr_out, sr_in)
+    return signal.resample_poly(x, ratio.numerator, ratio.denominator, axis=0)
+
+
+def to_submission_audio(x: np.ndarray, sr: int) -> np.ndarray:
+    """Any float/int audio (time[, channel]) -> 16 kHz mono int16, peak-safe.
+
+    Mono = channel mean; resampling by polyphase filtering; values clipped to
+    [-1, 1) before quantisation so nothing wraps around.
+    """
+    x = np.asarray(x)
+    if np.issubdtype(x.dtype, np.integer):
+        x = x.astype(np.float64) / float(np.iinfo(x.dtype).max + 1)
+    x = x.astype(np.float64)
+    if x.ndim == 2:
+        x = x.mean(axis=1)
+    x = resample(x, sr, SUBMISSION_SR)
+    x = np.nan_to_num(x)
+    return np.clip(np.round(x * 32768.0), -32768, 32767).astype(np.int16)
+
+
+def convert_to_submission(scp: str, out_dir: str) -> int:
+    """Write ``out_dir/<utt_id>.wav`` for each ``<utt_id> <path>`` of ``scp``."""
+    os.makedirs(out_dir, exist_ok=True)
+    n = 0
+    for uid, path in read_scp(scp):
+        x, sr = sf.read(path, always_2d=False)
+        y = to_submission_audio(x, sr)
+        dst = os.path.join(out_dir, f"{uid}.wav")
+        tmp = dst + ".tmp.wav"
+        sf.write(tmp, y, SUBMISSION_SR, subtype="PCM_16")
+        os.replace(tmp, dst)
+        n += 1
+    return n
+
+
+def check_scp(scp: str, fs: int, fix_dir: str) -> int:
+    """Check every file of ``scp`` is readable audio; files not at ``fs`` mono are
+    converted into ``fix_dir`` and ``scp`` is rewritten to point at them."""
+    rows = read_scp(scp)
+    out, fixed = [], 0
+    for lineno, (uid, path) in enumerate(rows, 1):
+        if path.endswith("|"):
+            raise ValueError(f"{scp}:{lineno}: {uid}: pipes are not supported, give a file path")
+        try:
+            info = sf.info(path)
+        except Exception as e:  # noqa: BLE001 - report any unreadable file the same way
+            raise ValueError(f"{scp}:{lineno}: {uid}: cannot read {path}: {e}") from None
+        if info.samplerate != fs or info.channels != 1:
+            x, sr = sf.read(path, always_2d=True)
+            y = resample(x.mean(axis=1), sr, fs)
+            os.makedirs(fix_dir, exist_ok=True)
+            path = os.path.abspath(os.path.join(fix_dir, f"{uid}.wav"))
+            sf.write(path, y.astype(np.float32), fs, subtype="PCM_16")
+            fixed += 1
+        out.append(f"{uid} {path}\n")
+    write_lines_atomic(scp, out)
+    print(f"{scp}: {len(rows)} files readable, {fixed} converted to {fs} Hz mono", file=sys.stderr)
+    return fixed
+
+
+def make_utt2sid(spk2sid: str, utt2spk: str, out: str) -> None:
+    table: Dict[str, str] = dict(read_scp(spk2sid))
+    default = next(iter(table.values()))
+    lines, unknown = [], set()
+    for uid, spk in read_scp(utt2spk):
+        if spk not in table:
+            unknown.add(spk)
+        lines.append(f"{uid} {table.get(spk, default)}\n")
+    if unknown:
+        print(f"warning: {utt2spk}: speakers {sorted(unknown)} unseen in training; using sid {default}",
+              file=sys.stderr)
+    write_lines_atomic(out, lines)
+
+
+def split_scp(path: str, prefix: str, n: int) -> None:
+    """``prefix.1.scp`` .. ``prefix.n.scp`` with contiguous, near-equal chunks."""
+    with open(path, encoding="utf-8") as f:
+        lines = [ln for ln in f if ln.strip()]
+    for i, chunk in enumerate(np.array_split(np.arange(len(lines)), n), 1):
+        write_lines_atomic(f"{prefix}.{i}.scp", [lines[j] for j in chunk])
+
+
+def text_to_jsonl(text: str, out: str, lang: str) -> None:
+    rows = read_scp(text)
+    write_lines_atomic(out, [json.dumps({"utt_id": u, "language": lang, "text_with_nvvs": t},
+                                        ensure_ascii=False) + "\n" for u, t in rows])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("check-scp"); a.add_argument("scp"); a.add_argument("--fs", type=int, default=16000)
+    a.add_argument("--fix-dir", required=True)
+    a = sub.add_parser("utt2sid"); a.add_argument("spk2sid"); a.add_argument("utt2spk"); a.add_argument("out")
+    a = sub.add_parser("split-scp"); a.add_argument("scp"); a.add_argument("prefix"); a.add_argument("n", type=int)
+    a = sub.add_parser("to-submission"); a.add_argument("scp"); a.add_argument("out_dir")
+    a = sub.add_parser("text-to-jsonl"); a.add_argument("text"); a.add_argument("out"); a.add_argument("--lang", default="en")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "check-scp":
+            check_scp(args.scp, args.fs, args.fix_dir)
+        elif args.cmd == "utt2sid":
+            make_utt2sid(args.spk2sid, args.utt2spk, args.out)
+        elif args.cmd == "split-scp":
+            split_scp(args.scp, args.prefix, args.n)
+        elif args.cmd == "to-submission":
+            n = convert_to_submission(args.scp, args.out_dir)
+            print(f"{n} files -> {args.out_dir} (16 kHz mono PCM16)", file=sys.stderr)
+        elif args.cmd == "text-to-jsonl":
+            text_to_jsonl(args.text, args.out, args.lang)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,295 @@
+"""Text front-end for NVV-controllable TTS: tagged text -> atomic input tokens.
+
+A tagged text such as ``That was really surprising. [laugh]`` is cut into plain
+text pieces and tags. Every tag becomes ONE token (``[laugh]``; a tag with a
+space is written ``[throat_clearing]``, see docs/ARCHITECTURE.md) that no G2P
+ever sees, so the model learns a single embedding per non-verbal vocalisation.
+Plain text goes through one pluggable per-language G2P:
+
+* ``en``: phonemes from espeak-ng through ``phonemizer`` (offline; ``g2p_en`` is
+  avoided because it downloads NLTK data), or lower-case characters;
+* ``zh``: pypinyin initials and tone-numbered finals (``n i3 h ao3``), or pinyin
+  syllables with tones (``ni3 hao3``);
+* ``vi``: espeak-ng Vietnamese phonemes, or NFC lower-case characters.
+
+Word boundaries become ``|`` and punctuation one of ``, . ? !`` so that the
+result is a whitespace-separated token string that ESPnet reads with
+``--token_type word`` (no cleaner, no g2p inside ESPnet).
+
+Add a language by writing a ``G2P`` subclass and registering it in
+``FRONTENDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import unicodedata
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from pyutils.tags import challenge_tags, normalize_tag_label
+
+WORD_SEP = "|"
+PUNCT_TOKENS = {",", ".", "?", "!"}
+# Map full-width / other punctuation to the four kept ones; the rest is a word break.
+_PUNCT_MAP = {
+    "，": ",", "、": ",", "；": ",", ";": ",", ":": ",", "：": ",", "—": ",", "…": ".",
+    "。": ".", "．": ".", "？": "?", "！": "!", "¿": "", "¡": "",
+}
+_TAG_SPLIT_RE = re.compile(r"(\[[^\[\]]*\])")
+_PUNCT_SPLIT_RE = re.compile(r"([,.?!])")
+
+
+class FrontendError(ValueError):
+    """Raised for text the front-end cannot handle (unknown tag, stray bracket)."""
+
+
+def tag_to_token(tag: str) -> str:
+    """``throat clearing`` -> ``[throat_clearing]`` (atomic token form)."""
+    return "[" + normalize_tag_label(tag).replace(" ", "_") + "]"
+
+
+def token_to_tag(token: str) -> str:
+    """``[throat_clearing]`` -> ``throat clearing``."""
+    return token[1:-1].replace("_", " ")
+
+
+def tag_tokens() -> List[str]:
+    """Token form of every challenge tag (all go into every token list)."""
+    return [tag_to_token(t) for t in challenge_tags()]
+
+
+def split_tagged(text: str) -> List[Tuple[str, str]]:
+    """Cut tagged text into ``("text", piece)`` and ``("tag", label)`` items.
+
+    Raises FrontendError on an unknown tag or an unmatched bracket.
+    """
+    known = set(challenge_tags())
+    items: List[Tuple[str, str]] = []
+    for piece in _TAG_SPLIT_RE.split(unicodedata.normalize("NFC", text)):
+        if not piece:
+            continue
+        if piece.startswith("[") and piece.endswith("]"):
+            label = normalize_tag_label(piece[1:-1].replace("_", " "))
+            if label not in known:
+                raise FrontendError(f"unknown tag [{piece[1:-1]}] (known: {', '.join(sorted(known))})")
+            items.append(("tag", label))
+        else:
+            if "[" in piece or "]" in piece:
+                raise FrontendError(f"unmatched bracket in {piece!r}")
+            if piece.strip():
+                items.append(("text", piece))
+    return items
+
+
+def _normalise_punct(text: str) -> str:
+    out = []
+    for ch in text:
+        out.append(_PUNCT_MAP.get(ch, ch))
+    return "".join(out)
+
+
+def _chunks(text: str) -> List[str]:
+    """Split plain text into word runs and punctuation tokens."""
+    parts = []
+    for p in _PUNCT_SPLIT_RE.split(_normalise_punct(text)):
+        p = p.strip()
+        if p:
+            parts.append(p)
+    return parts
+
+
+class G2P:
+    """One language's grapheme-to-token converter for plain text runs."""
+
+    def __call__(self, runs: Sequence[str]) -> List[List[str]]:
+        """Convert each punctuation-free run to tokens (words separated by WORD_SEP)."""
+        raise NotImplementedError
+
+
+class CharG2P(G2P):
+    """Lower-case letters; words separated by WORD_SEP (any alphabet)."""
+
+    def __call__(self, runs):
+        out = []
+        for run in runs:
+            toks: List[str] = []
+            for w in run.lower().split():
+                w = "".join(c for c in w if c.isalnum() or c in "'")
+                if not w:
+                    continue
+                if toks:
+                    toks.append(WORD_SEP)
+                toks.extend(list(w))
+            out.append(toks)
+        return out
+
+
+class EspeakG2P(G2P):
+    """espeak-ng phonemes through phonemizer (offline, one batch call)."""
+
+    def __init__(self, language: str):
+        from phonemizer.backend import EspeakBackend  # lazy: only when used
+
+        self.backend = EspeakBackend(language, preserve_punctuation=False, with_stress=False,
+                                     language_switch="remove-flags")
+
+    def __call__(self, runs):
+        from phonemizer.separator import Separator
+
+        if not runs:
+            return []
+        phones = self.backend.phonemize(list(runs), separator=Separator(phone=" ", word=" | ", syllable=""),
+                                        strip=True, njobs=1)
+        out = []
+        for p in phones:
+            toks = [t for t in p.split() if t]
+            while toks and toks[-1] == WORD_SEP:
+                toks.pop()
+            while toks and toks[0] == WORD_SEP:
+                toks.pop(0)
+            out.append(toks)
+        return out
+
+
+class PinyinG2P(G2P):
+    """Mandarin via pypinyin: ``initial final+tone`` units (``split=True``) or
+    tone-numbered syllables. Latin letters inside Mandarin text become characters."""
+
+    def __init__(self, split: bool = True):
+        self.split = split
+
+    def __call__(self, runs):
+        from pypinyin import Style, lazy_pinyin, pinyin
+
+        out = []
+        for run in runs:
+            toks: List[str] = []
+            for word in run.split():
+                syl = lazy_pinyin(word, style=Style.TONE3, neutral_tone_with_five=True, errors=lambda s: list(s.lower()))
+                ini = lazy_pinyin(word, style=Style.INITIALS, strict=False, errors=lambda s: list(s.lower()))
+                if toks:
+                    toks.append(WORD_SEP)
+                for s, i in zip(syl, ini):
+                    if not any(c.isalnum() for c in s):
+                        continue
+                    if self.split and s[-1:].isdigit() and i and s.startswith(i):
+                        toks.extend([i, s[len(i):]])
+                    else:
+                        toks.append(s)
+            out.append(toks)
+        return out
+
+
+# language -> token_type -> factory
+FRONTENDS: Dict[str, Dict[str, Callable[[], G2P]]] = {
+    "en": {"phn": lambda: EspeakG2P("en-us"), "char": CharG2P},
+    "zh": {"phn": lambda: PinyinG2P(split=True), "pinyin": lambda: PinyinG2P(split=False), "char": CharG2P},
+    "vi": {"phn": lambda: EspeakG2P("vi"), "char": CharG2P},
+}
+
+
+class Frontend:
+    """Tagged text -> token list for one language and token type."""
+
+    def __init__(self, lang: str, token_type: str = "phn"):
+        if lang not in FRONTENDS:
+            raise FrontendError(f"no front-end for language {lang!r} (have: {', '.join(FRONTENDS)})")
+        if token_type not in FRONTENDS[lang]:
+            raise FrontendError(f"token type {token_type!r} not available for {lang!r} "
+                                f"(have: {', '.join(FRONTENDS[lang])})")
+        self.lang, self.token_type = lang, token_type
+        self.g2p = FRONTENDS[lang][token_type]()
+
+    def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
+        """Tokenise many tagged texts with one G2P batch call."""
+        plans = []  # per text: list of ("tag"|"punct"|"run", value or index)
+        runs: List[str] = []
+        for text in texts:
+            plan = []
+            for kind, value in split_tagged(text):
+                if kind == "tag":
+                    plan.append(("tag", tag_to_token(value)))
+                    continue
+                for chunk in _chunks(value):
+                    if chunk in PUNCT_TOKENS:
+                        plan.append(("punct", chunk))
+                    else:
+                        plan.append(("run", len(runs)))
+                        runs.append(chunk)
+            plans.append(plan)
+        converted = self.g2p(runs)
+        result = []
+        for plan in plans:
+            toks: List[str] = []
+            for kind, value in plan:
+                if kind == "run":
+                    piece = converted[value]
+                    if not piece:
+                        continue
+                    if toks and toks[-1] not in PUNCT_TOKENS and not toks[-1].startswith("["):
+                        toks.append(WORD_SEP)
+                    toks.extend(piece)
+                else:
+                    toks.append(value)
+            result.append(toks)
+        return result
+
+    def tokenize(self, text: str) -> List[str]:
+        return self.tokenize_many([text])[0]
+
+
+def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str) -> int:
+    """Kaldi ``text`` (tagged) -> Kaldi ``text`` of space-separated tokens.
+
+    Errors name ``file:line``; the output is written to a temp file and renamed.
+    """
+    import os
+
+    ids, texts = [], []
+    with open(in_path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            parts = line.split(maxsplit=1)
+            if len(parts) < 2:
+                raise FrontendError(f"{in_path}:{lineno}: empty text for utterance {parts[0]!r}")
+            try:
+                split_tagged(parts[1])
+            except FrontendError as e:
+                raise FrontendError(f"{in_path}:{lineno}: {parts[0]}: {e}") from None
+            ids.append(parts[0])
+            texts.append(parts[1])
+    fe = Frontend(lang, token_type)
+    tokens = fe.tokenize_many(texts)
+    tmp = out_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for uid, toks, text in zip(ids, tokens, texts):
+            if not toks:
+                raise FrontendError(f"{in_path}: {uid}: text {text!r} gives no tokens")
+            f.write(f"{uid} {' '.join(toks)}\n")
+    os.replace(tmp, out_path)
+    return len(ids)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Tokenise a Kaldi text file of tagged transcripts "
+                                "(tags stay atomic tokens).")
+    p.add_argument("--lang", required=True, choices=sorted(FRONTENDS))
+    p.add_argument("--token-type", default="phn")
+    p.add_argument("input", help="Kaldi text: <utt_id> <tagged text>")
+    p.add_argument("output", help="Kaldi text: <utt_id> <tok> <tok> ...")
+    a = p.parse_args(argv)
+    try:
+        n = tokenize_text_file(a.input, a.output, a.lang, a.token_type)
+    except FrontendError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"tokenised {n} utterances ({a.lang}, {a.token_type}) -> {a.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Objective proxies of the VLSP 2025 VC score, one row per converted pair.
+
+The challenge score is ``0.4*[SIM(ref,out) - SIM(src,out)] + 0.3*MOS +
+0.3*(100 - WER)`` with listener SIM/MOS on 0..100 (combined by
+``chorus-score vc``). Here each listener judgement is replaced by a model:
+
+- SIM(a, b) = ``100 * max(cos(e_a, e_b), 0)`` where ``e`` is the d-vector of
+  resemblyzer's pretrained GE2E encoder (Wan et al., 2018), shipped inside
+  its wheel. It is deliberately NOT the speaker model the TTS is conditioned
+  on, so a system cannot score well by matching its own embedding space.
+  Cosines of d-vectors are almost never negative; clipping at 0 maps
+  "unrelated voice" to 0.
+- MOS = ``100 * (OVRL - 1) / 4`` clipped to 0..100, with OVRL the overall
+  quality of DNSMOS P.835 (Reddy et al., 2022; speechmos package), whose
+  scale is 1..5.
+- WER of the ASR transcript of the output against the source transcript
+  (or the ASR transcript of the source when none exists), in percent,
+  computed by jiwer over syllables (Vietnamese words as written with
+  spaces) after the recipe's text normalisation, capped at 100 so the
+  component stays in 0..100.
+
+CLI (local/vc.sh stage 7)::
+
+    python -m pyutils.vc.evaluate --pairs data/test_pairs_src/pairs.tsv \
+        --out-dir exp/vc/convert_test/wav --ref-text data/test_pairs_src/text \
+        --hyp-text exp/vc/eval_test/asr_out/text --output exp/vc/eval_test/components.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+from typing import Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+
+SR = 16000
+COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
+
+
+def sim_from_cosine(cos: float) -> float:
+    """SIM on 0..100 from a cosine similarity: ``100 * max(cos, 0)``."""
+    if cos is None or not math.isfinite(cos):
+        raise ValueError(f"cosine must be a finite number, got {cos!r}")
+    return 100.0 * min(max(float(cos), 0.0), 1.0)
+
+
+def mos_from_dnsmos(ovrl: float) -> float:
+    """MOS proxy on 0..100 from DNSMOS OVRL (1..5): ``100 * (OVRL - 1) / 4``, clipped."""
+    if ovrl is None or not math.isfinite(ovrl):
+        raise ValueError(f"DNSMOS OVRL must be a finite number, got {ovrl!r}")
+    return float(min(max((float(ovrl) - 1.0) / 4.0 * 100.0, 0.0), 100.0))
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(a @ b / (na * nb))
+
+
+def normalize_text(text: str) -> str:
+    """Recipe text normalisation before WER (Vietnamese normaliser when present)."""
+    try:
+        from pyutils.corpora.vi_text import normalize_vi as normalize  # type: ignore
+    except Exception:  # the normaliser module is optional for this metric
+        import unicodedata
+
+        text = unicodedata.normalize("NFC", text).lower()
+        keep = "".join(ch if (ch.isalnum() or ch.isspace()) else " " for ch in text)
+        return " ".join(keep.split())
+    return " ".join(normalize(text).split())
+
+
+def wer_percent(ref: str, hyp: str) -> float:
+    """Word (syllable) error rate in percent, ``100 * (S+D+I) / N``, capped at 100.
+
+    An empty reference gives 0 for an empty hypothesis and 100 otherwise.
+    """
+    import jiwer
+
+    ref_n, hyp_n = normalize_text(ref), normalize_text(hyp)
+    if not ref_n:
+        return 0.0 if not hyp_n else 100.0
+    if not hyp_n:
+        return 100.0
+    return float(min(100.0 * jiwer.wer(ref_n, hyp_n), 100.0))
+
+
+def load_audio(path: str, sr: int = SR) -> np.ndarray:
+    """Mono float32 at ``sr`` (resampled with soxr when needed)."""
+    import soundfile
+
+    wav, fs = soundfile.read(path, dtype="float32", always_2d=True)
+    wav = wav.mean(axis=1)
+    if fs != sr:
+        import soxr
+
+        wav = soxr.resample(wav, fs, sr).astype(np.float32)
+    return wav
+
+
+def _install_import_shims() -> None:
+    """resemblyzer imports webrtcvad, whose module imports ``pkg_resources``
+    (gone from setuptools >= 81) only to read its own version, and
+    ``scipy.ndimage.morphology`` (removed in new SciPy). Provide both names
+    when missing; nothing else of either is used."""
+    import importlib
+    import types
+
+    try:
+        importlib.import_module("pkg_resources")
+    except Exception:
+        shim = types.ModuleType("pkg_resources")
+
+        class _Dist:
+            version = "unknown"
+
+        shim.get_distribution = lambda name: _Dist()  # type: ignore[attr-defined]
+        sys.modules["pkg_resources"] = shim
+    try:
+        importlib.import_module("scipy.ndimage.morphology")
+    except Exception:
+        import scipy.ndimage
+
+        sys.modules["scipy.ndimage.morphology"] = scipy.ndimage
+
+
+class SpeakerSimilarity:
+    """SIM between two audio files with resemblyzer's pretrained encoder (cached)."""
+
+    def __init__(self) -> None:
+        _install_import_shims()
+        from resemblyzer import VoiceEncoder, preprocess_wav
+
+        self._encoder = VoiceEncoder("cpu", verbose=False)
+        self._preprocess = preprocess_wav
+        self._cache: Dict[str, np.ndarray] = {}
+
+    def embed(self, path: str) -> np.ndarray:
+        if path not in self._cache:
+            wav = self._preprocess(load_audio(path), SR)
+            if len(wav) < SR // 4:  # VAD removed nearly everything: use raw audio
+                wav = load_audio(path)
+            self._cache[path] = self._encoder.embed_utterance(wav)
+        return self._cache[path]
+
+    def sim(self, a: str, b: str) -> float:
+        return sim_from_cosine(cosine(self.embed(a), self.embed(b)))
+
+
+def dnsmos_ovrl(path: str) -> float:
+    """DNSMOS P.835 OVRL (1..5) of one file, via speechmos' bundled ONNX models."""
+    from speechmos import dnsmos
+
+    wav = load_audio(path)
+    peak = float(np.max(np.abs(wav))) if wav.size else 0.0
+    if peak > 1.0:
+        wav = wav / peak
+    return float(dnsmos.run(wav, SR)["ovrl_mos"])
+
+
+def read_pair_table(path: str) -> List[Dict[str, str]]:
+    """Rows of the ``pairs.tsv`` written by :mod:`pyutils.vc.pairs`."""
+    rows = []
+    with open(path, "r", encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            parts = raw.rstrip("\n").split("\t")
+            if len(parts) != 4:
+                raise ValueError(f"{path}:{line_no}: expected pair_id, source, target, name")
+            rows.append(dict(pair_id=parts[0], source=parts[1], target=parts[2], name=parts[3]))
+    return rows
+
+
+def _read_text(path: Optional[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    if not path:
+        return out
+    with open(path, "r", encoding="utf-8") as handle:
+        for raw in handle:
+            parts = raw.rstrip("\n").split(maxsplit=1)
+            if parts:
+                out[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return out
+
+
+def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,
+                   ref_text: Dict[str, str], hyp_text: Dict[str, str],
+                   log=print) -> List[Dict[str, object]]:
+    """One component row per pair (all four components on 0..100)."""
+    sim = SpeakerSimilarity()
+    result = []
+    for i, row in enumerate(rows, start=1):
+        out_wav = os.path.join(out_dir, row["name"])
+        if not os.path.isfile(out_wav):
+            raise FileNotFoundError(f"converted file missing: {out_wav} (pair {row['pair_id']})")
+        pid = row["pair_id"]
+        if pid not in ref_text:
+            raise KeyError(f"no reference transcript for pair {pid}")
+        ovrl = dnsmos_ovrl(out_wav)
+        item = dict(
+            utt_id=pid,
+            sim_ref_out=round(sim.sim(row["target"], out_wav), 3),
+            sim_src_out=round(sim.sim(row["source"], out_wav), 3),
+            sim_src_ref=round(sim.sim(row["source"], row["target"]), 3),
+            mos=round(mos_from_dnsmos(ovrl), 3),
+            dnsmos_ovrl=round(ovrl, 4),
+            wer=round(wer_percent(ref_text[pid], hyp_text.get(pid, "")), 3),
+            ref_text=normalize_text(ref_text[pid]),
+            hyp_text=normalize_text(hyp_text.get(pid, "")),
+        )
+        result.append(item)
+        if i % 10 == 0 or i == len(rows):
+            log(f"evaluated {i}/{len(rows)} pairs")
+    return result
+
+
+COLUMNS = ("utt_id", "sim_ref_out", "sim_src_out", "mos", "wer",
+           "sim_src_ref", "dnsmos_ovrl", "ref_text", "hyp_text")
+
+
+def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
+    """TSV with a header (``chorus-score vc`` reads the first four components)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\t".join(COLUMNS) + "\n")
+        for row in rows:
+            handle.write("\t".join(str(row[c]).replace("\t", " ") for c in COLUMNS) + "\n")
+    os.replace(tmp, path)
+
+
+def corpus_wer(ref: Dict[str, str], hyp: Dict[str, str]) -> float:
+    """Corpus-level WER (%) over the keys of ``ref`` (missing hypotheses count as empty)."""
+    import jiwer
+
+    keys = [k for k in ref if normalize_text(ref[k])]
+    refs = [normalize_text(ref[k]) for k in keys]
+    hyps = [normalize_text(hyp.get(k, "")) for k in keys]
+    if not keys:
+        raise ValueError("no non-empty reference transcripts")
+    return 100.0 * float(jiwer.wer(refs, hyps))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["wer"]:
+        wp = argparse.ArgumentParser(prog="pyutils.vc.evaluate wer",
+                                     description="corpus WER (%) of a Kaldi hyp text vs a ref text")
+        wp.add_argument("--ref", required=True)
+        wp.add_argument("--hyp", required=True)
+        wargs = wp.parse_args(argv[1:])
+        print(f"{corpus_wer(_read_text(wargs.ref), _read_text(wargs.hyp)):.2f}%")
+        return 0
+    ap = argparse.ArgumentParser(description="Objective VC components per pair (SIM, MOS, WER).")
+    ap.add_argument("--pairs", required=True, help="pairs.tsv written by pyutils.vc.pairs")
+    ap.add_argument("--out-dir", required=True, help="folder with the converted wavs")
+    ap.add_argument("--ref-text", required=True, help="Kaldi text: reference transcript per pair id")
+    ap.add_argument("--hyp-text", required=True, help="Kaldi text: ASR transcript of each output")
+    ap.add_argument("--output", required=True, help="components TSV to write")
+    args = ap.parse_args(argv)
+    rows = read_pair_table(args.pairs)
+    comps = evaluate_pairs(rows, args.out_dir, _read_text(args.ref_text), _read_text(args.hyp_text))
+    write_components(args.output, comps)
+    means = {c: float(np.mean([r[c] for r in comps])) for c in COMPONENTS}
+    print(f"wrote {args.output}: {len(comps)} rows; means " +
+          " ".join(f"{k}={v:.2f}" for k, v in means.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

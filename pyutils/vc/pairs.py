@@ -1,0 +1,194 @@
+"""Read and validate a VC pairs list; write Kaldi data dirs for its two sides.
+
+A pairs list is a TSV with one conversion request per line::
+
+    source_path<TAB>target_path<TAB>converted_name.wav
+
+(the VLSP 2025 VC layout; ``chorus-synth vc`` writes the same). Relative
+audio paths are taken relative to ``audio_root`` (default: the TSV's folder).
+Blank lines are skipped.
+
+Every problem of the whole list is collected before anything is converted,
+so a user fixes the list once, not one line per run: bad field counts,
+missing or unreadable audio (each side), bad or duplicate output names.
+
+CLI (used by local/vc.sh stage 6)::
+
+    python -m pyutils.vc.pairs --pairs pairs/test.tsv \
+        [--audio-root DIR] [--src-text-dir data/test_src] \
+        --out-src data/test_pairs_src --out-ref data/test_pairs_ref
+
+writes ``wav.scp utt2spk spk2utt`` (and ``text`` for the source side when
+the source transcripts are known) keyed by the pair id (output name without
+``.wav``), plus ``pairs.tsv`` (pair_id, source, target, name; absolute paths).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from pyutils.vc.kvio import read_kv, write_kv
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+\.wav$")
+
+
+class PairsError(Exception):
+    """All problems of one pairs list; ``problems`` holds one line each."""
+
+    def __init__(self, path: str, problems: List[str]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        head = f"{path}: {len(problems)} problem(s) in the pairs list; nothing was converted:"
+        super().__init__("\n".join([head] + ["  " + p for p in problems]))
+
+
+@dataclass(frozen=True)
+class Pair:
+    line: int          # 1-based line in the TSV
+    source: str        # absolute path of the source utterance
+    target: str        # absolute path of the reference clip of the target voice
+    name: str          # output file name, e.g. ``pair_0001.wav``
+
+    @property
+    def pair_id(self) -> str:
+        return self.name[: -len(".wav")]
+
+
+def _audio_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be used as audio, or None when soundfile reads it."""
+    if not os.path.exists(path):
+        return "file not found"
+    if not os.path.isfile(path):
+        return "not a regular file"
+    try:
+        import soundfile
+
+        info = soundfile.info(path)
+    except Exception as exc:  # soundfile raises RuntimeError/LibsndfileError
+        return f"unreadable audio ({' '.join(str(exc).split())[:120]})"
+    if info.frames <= 0:
+        return "audio has no samples"
+    return None
+
+
+def read_pairs(path: str, audio_root: Optional[str] = None,
+               check_audio: bool = True) -> List[Pair]:
+    """Parse and validate ``path``; raise :class:`PairsError` listing every problem.
+
+    Problem lines read ``TSV:LINE: CODE: message`` with codes BAD_FIELDS,
+    SOURCE_MISSING, SOURCE_UNREADABLE, TARGET_MISSING, TARGET_UNREADABLE,
+    BAD_NAME, DUPLICATE_NAME, EMPTY.
+    """
+    root = audio_root if audio_root is not None else os.path.dirname(os.path.abspath(path))
+    problems: List[str] = []
+    pairs: List[Pair] = []
+    seen: Dict[str, int] = {}
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PairsError(path, [f"{path}: UNREADABLE_LIST: {exc}"]) from None
+
+    for line_no, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{line_no}"
+        fields = raw.rstrip("\r").split("\t")
+        if len(fields) != 3 or not all(f.strip() for f in fields):
+            problems.append(f"{where}: BAD_FIELDS: expected 3 tab-separated fields "
+                            f"(source, target, converted_name), got {len(fields)}")
+            continue
+        src, tgt, name = (f.strip() for f in fields)
+        src_abs = os.path.abspath(os.path.join(root, src))
+        tgt_abs = os.path.abspath(os.path.join(root, tgt))
+        if check_audio:
+            for side, p_abs, p_raw in (("SOURCE", src_abs, src), ("TARGET", tgt_abs, tgt)):
+                why = _audio_problem(p_abs)
+                if why is not None:
+                    code = f"{side}_MISSING" if why == "file not found" else f"{side}_UNREADABLE"
+                    problems.append(f"{where}: {code}: {p_raw}: {why}")
+        if not _NAME_RE.match(name):
+            problems.append(f"{where}: BAD_NAME: {name!r} must be a plain file name "
+                            "ending in .wav (letters, digits, _ . -)")
+        elif name in seen:
+            problems.append(f"{where}: DUPLICATE_NAME: {name} already used on line {seen[name]}")
+        else:
+            seen[name] = line_no
+        pairs.append(Pair(line_no, src_abs, tgt_abs, name))
+    if not pairs and not problems:
+        problems.append(f"{path}: EMPTY: no pairs in the list")
+    if problems:
+        raise PairsError(path, problems)
+    return pairs
+
+
+def _transcripts_by_path(text_dir: str) -> Dict[str, str]:
+    """Map absolute audio path -> transcript from a Kaldi dir (wav.scp + text)."""
+    wav = read_kv(os.path.join(text_dir, "wav.scp"))
+    text = read_kv(os.path.join(text_dir, "text"))
+    out: Dict[str, str] = {}
+    for utt, entry in wav.items():
+        if utt in text and not entry.rstrip().endswith("|"):
+            out[os.path.abspath(entry.strip())] = text[utt]
+    return out
+
+
+def write_pair_dirs(pairs: Iterable[Pair], out_src: str, out_ref: str,
+                    src_text: Optional[Dict[str, str]] = None) -> Tuple[int, int]:
+    """Write the source-side and reference-side Kaldi dirs keyed by pair id.
+
+    Each pair is its own "speaker" (the reference speaker of a zero-shot pair
+    is not known by name). Returns (number of pairs, number with a transcript).
+    """
+    pairs = sorted(pairs, key=lambda p: p.pair_id)
+    n_text = 0
+    for out, side in ((out_src, "source"), (out_ref, "target")):
+        os.makedirs(out, exist_ok=True)
+        wav = {p.pair_id: getattr(p, side) for p in pairs}
+        spk = {p.pair_id: p.pair_id for p in pairs}
+        write_kv(os.path.join(out, "wav.scp"), wav)
+        write_kv(os.path.join(out, "utt2spk"), spk)
+        write_kv(os.path.join(out, "spk2utt"), spk)
+    if src_text:
+        text = {p.pair_id: src_text[p.source] for p in pairs if p.source in src_text}
+        n_text = len(text)
+        if n_text == len(pairs):
+            write_kv(os.path.join(out_src, "text"), text)
+        elif os.path.exists(os.path.join(out_src, "text")):
+            os.remove(os.path.join(out_src, "text"))
+    table = {p.pair_id: f"{p.source}\t{p.target}\t{p.name}" for p in pairs}
+    write_kv(os.path.join(out_src, "pairs.tsv"), table, sep="\t")
+    return len(pairs), n_text
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", required=True, help="TSV: source<TAB>target<TAB>name.wav")
+    ap.add_argument("--audio-root", default=None, help="base of relative paths (default: TSV folder)")
+    ap.add_argument("--src-text-dir", default=None,
+                    help="Kaldi dir with wav.scp+text giving the source transcripts")
+    ap.add_argument("--out-src", default=None)
+    ap.add_argument("--out-ref", default=None)
+    args = ap.parse_args(argv)
+    try:
+        pairs = read_pairs(args.pairs, args.audio_root)
+    except PairsError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"{args.pairs}: {len(pairs)} pairs OK")
+    if args.out_src and args.out_ref:
+        src_text = _transcripts_by_path(args.src_text_dir) if args.src_text_dir else None
+        n, n_text = write_pair_dirs(pairs, args.out_src, args.out_ref, src_text)
+        print(f"wrote {args.out_src} and {args.out_ref}: {n} pairs, "
+              f"{n_text} with a source transcript")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""RESULTS.md for the VC recipe from the per-pair components and the scorer output.
+
+For each test set the report has the machine-checked lines::
+
+    Score: <value>      (chorus-score vc: 0.4*(SIM_ref-SIM_src) + 0.3*MOS + 0.3*(100-WER))
+    SIM_gain: <value>   (mean SIM(ref,out) - SIM(src,out), resemblyzer, 0..100)
+
+then the component means, how each proxy is computed, and example rows; a
+scatter plot of SIM(ref,out) against SIM(src,out) goes next to it.
+
+CLI::
+
+    python -m pyutils.vc.report --set test exp/.../components.tsv exp/.../score.json \
+        [--set test2 ...] --title "..." --note "..." --output exp/vc/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Dict, List, Optional
+
+import numpy as np
+
+
+def read_components(path: str) -> List[Dict[str, str]]:
+    with open(path, "r", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    if not lines:
+        raise ValueError(f"{path}: empty components file")
+    header = lines[0].split("\t")
+    rows = []
+    for line_no, line in enumerate(lines[1:], start=2):
+        parts = line.split("\t")
+        if len(parts) != len(header):
+            raise ValueError(f"{path}:{line_no}: expected {len(header)} columns")
+        rows.append(dict(zip(header, parts)))
+    return rows
+
+
+def score_from_json(path: str) -> float:
+    """The overall score from ``chorus-score vc --output-json`` (key ``score``)."""
+    with open(path, "r", encoding="utf-8") as handle:
+        data = json.load(handle)
+    for key in ("score", "Score", "final_score", "total"):
+        if key in data:
+            return float(data[key])
+    raise KeyError(f"{path}: no 'score' in {sorted(data)}")
+
+
+def summarize(rows: List[Dict[str, str]]) -> Dict[str, float]:
+    def mean(col):
+        return float(np.mean([float(r[col]) for r in rows]))
+
+    out = {c: mean(c) for c in ("sim_ref_out", "sim_src_out", "mos", "wer")}
+    if rows and "sim_src_ref" in rows[0]:
+        out["sim_src_ref"] = mean("sim_src_ref")
+    out["sim_gain"] = out["sim_ref_out"] - out["sim_src_out"]
+    out["n"] = len(rows)
+    out["frac_gain_pos"] = float(np.mean([float(r["sim_ref_out"]) > float(r["sim_src_out"])
+                                          for r in rows]))
+    return out
+
+
+def plot_sim(rows: List[Dict[str, str]], path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [float(r["sim_src_out"]) for r in rows]
+    y = [float(r["sim_ref_out"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.scatter(x, y, s=14)
+    lo = min(x + y + [50.0]) - 2
+    ax.plot([lo, 100], [lo, 100], "k--", lw=0.8, label="no gain")
+    ax.set_xlabel("SIM(source, output)")
+    ax.set_ylabel("SIM(reference, output)")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
+    lines = [f"# {title}", ""]
+    if notes:
+        lines += list(notes) + [""]
+    lines += [
+        "Proxies (objective stand-ins for the listener judgements):",
+        "",
+        "- SIM(a,b) = 100*max(cos,0) of resemblyzer GE2E d-vectors (an encoder the",
+        "  TTS is NOT conditioned on).",
+        "- MOS = 100*(DNSMOS_OVRL-1)/4, clipped to 0..100.",
+        "- WER (%) of the recipe ASR on the output vs the source transcript, capped at 100.",
+        "- Score = 0.4*(SIM(ref,out)-SIM(src,out)) + 0.3*MOS + 0.3*(100-WER) (`chorus-score vc`).",
+        "",
+    ]
+    for s in sets:
+        m = s["summary"]
+        lines += [
+            f"## {s['name']}",
+            "",
+            f"Score: {s['score']:.2f}",
+            f"SIM_gain: {m['sim_gain']:.2f}",
+            "",
+            "| pairs | SIM(ref,out) | SIM(src,out) | SIM(src,ref) | MOS | WER | pairs with gain>0 |",
+            "|---|---|---|---|---|---|---|",
+            f"| {m['n']} | {m['sim_ref_out']:.2f} | {m['sim_src_out']:.2f} | "
+            f"{m.get('sim_src_ref', float('nan')):.2f} | {m['mos']:.2f} | {m['wer']:.2f} | "
+            f"{100 * m['frac_gain_pos']:.0f}% |",
+            "",
+        ]
+        if s.get("plot"):
+            lines += [f"![SIM per pair]({os.path.basename(s['plot'])})", ""]
+        lines += ["Example rows:", "",
+                  "| pair | SIM(ref,out) | SIM(src,out) | MOS | WER | source text | ASR of output |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in s["rows"][:5]:
+            lines.append(f"| {r['utt_id']} | {float(r['sim_ref_out']):.1f} | "
+                         f"{float(r['sim_src_out']):.1f} | {float(r['mos']):.1f} | "
+                         f"{float(r['wer']):.1f} | {r.get('ref_text', '')} | {r.get('hyp_text', '')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description="Write RESULTS.md for the VC recipe.")
+    ap.add_argument("--set", nargs=3, action="append", required=True,
+                    metavar=("NAME", "COMPONENTS_TSV", "SCORE_JSON"))
+    ap.add_argument("--title", default="Vietnamese zero-shot VC (egs/vivc)")
+    ap.add_argument("--note", action="append", default=[])
+    ap.add_argument("--output", required=True)
+    args = ap.parse_args(argv)
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    os.makedirs(out_dir, exist_ok=True)
+    sets = []
+    for name, comp, score_json in args.set:
+        rows = read_components(comp)
+        plot = os.path.join(out_dir, f"sim_{name}.png")
+        try:
+            plot_sim(rows, plot, f"{name}: speaker similarity")
+        except Exception as exc:  # a missing plot must not lose the numbers
+            print(f"warning: no plot for {name}: {exc}", file=sys.stderr)
+            plot = None
+        sets.append(dict(name=name, rows=rows, summary=summarize(rows),
+                         score=score_from_json(score_json), plot=plot))
+    text = render(sets, args.title, args.note)
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, args.output)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

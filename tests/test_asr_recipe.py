@@ -1,0 +1,132 @@
+"""The NVV-ASR recipes' shell side: run.sh options, fork_recipe.sh, audio dump, timing."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.asr import dump_audio, timing
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPES = ["nvv_asr_en", "nvv_asr_zh"]
+
+
+def run(cmd, cwd, **kw):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=60, **kw)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_run_sh_help(recipe):
+    r = run(["./run.sh", "--help"], ROOT / "egs" / recipe)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    for opt in ("--stage", "--stop-stage", "--preset", "--nj", "--ngpu", "--init-param", "--test-sets",
+                "--asr-exp", "--nvv-tags", "--token-type", "--inference-config"):
+        assert opt in out, opt
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_run_sh_unknown_option_fails(recipe):
+    r = run(["./run.sh", "--no-such-option", "1"], ROOT / "egs" / recipe)
+    assert r.returncode != 0
+    assert "no-such-option" in r.stderr + r.stdout
+
+
+def test_run_sh_bad_preset_fails():
+    r = run(["./run.sh", "--preset", "huge", "--stage", "9"], ROOT / "egs" / "nvv_asr_en")
+    assert r.returncode != 0
+    assert "preset" in r.stderr
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_recipe_layout(recipe):
+    d = ROOT / "egs" / recipe
+    for link, target in (("cmd.sh", "../TEMPLATE/cmd.sh"), ("path.sh", "../TEMPLATE/path.sh"),
+                         ("db.sh", "../TEMPLATE/db.sh"), ("utils", "../../utils"), ("local", "../../local")):
+        assert os.readlink(d / link) == target
+    for preset in ("ci", "default", "large"):
+        cfg = (d / "conf" / f"train_asr_{preset}.yaml").read_text()
+        assert "\nnormalize:" not in "\n" + cfg, "normalize must not be in the YAML (collect-stats)"
+        assert "use_tensorboard: false" in cfg
+
+
+def test_fork_recipe(tmp_path):
+    dst = tmp_path / "egs" / "nvv_asr_vi"
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(dst), "--lang", "vi"],
+            ROOT)
+    assert r.returncode == 0, r.stderr
+    for link in ("cmd.sh", "path.sh", "db.sh", "utils", "local"):
+        assert (dst / link).is_symlink() and (dst / link).exists(), link
+    assert (dst / "local" / "nvv_asr.sh").resolve() == (ROOT / "local" / "nvv_asr.sh").resolve()
+    assert (dst / "conf" / "train_asr_ci.yaml").exists()
+    runsh = (dst / "run.sh").read_text()
+    assert "\nlang=vi" in runsh and "token_type=bpe" in runsh and "--nbpe" in runsh
+    assert os.access(dst / "run.sh", os.X_OK)
+    assert "FORK HOOK" in (dst / "README.md").read_text()
+    # refuses to overwrite; a CJK language defaults to characters
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(dst), "--lang", "vi"], ROOT)
+    assert r.returncode != 0 and "exists" in r.stderr
+    ja = tmp_path / "egs" / "nvv_asr_ja"
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(ja), "--lang", "ja"], ROOT)
+    assert r.returncode == 0 and "token_type=char" in (ja / "run.sh").read_text()
+    assert "--nbpe" not in (ja / "run.sh").read_text()
+
+
+def test_fork_recipe_needs_lang(tmp_path):
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(tmp_path / "x")], ROOT)
+    assert r.returncode != 0 and "Usage" in r.stderr
+
+
+def _tone(sr, sec=0.5, ch=1):
+    t = np.arange(int(sr * sec)) / sr
+    x = 0.3 * np.sin(2 * np.pi * 440 * t)
+    return np.stack([x] * ch, axis=1) if ch > 1 else x
+
+
+def test_dump_audio_any_input(tmp_path):
+    sf.write(tmp_path / "a.wav", _tone(44100, ch=2), 44100)           # stereo 44.1 kHz
+    sf.write(tmp_path / "b.flac", _tone(8000), 8000)                  # flac 8 kHz
+    sf.write(tmp_path / "c.wav", _tone(16000, sec=0.05), 16000)       # very short
+    scp = tmp_path / "wav.scp"
+    scp.write_text(f"a {tmp_path}/a.wav\nb {tmp_path}/b.flac\n"
+                   f"c cat {tmp_path}/c.wav |\nd {tmp_path}/missing.wav\n")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match="missing.wav"):
+        dump_audio.dump(str(scp), str(out), 16000)
+    n, bad = dump_audio.dump(str(scp), str(out), 16000, on_error="silence", min_dur=0.3)
+    assert (n, bad) == (4, 1)
+    durs = dict(line.split() for line in (out / "utt2dur").read_text().splitlines())
+    assert abs(float(durs["a"]) - 0.5) < 0.01 and abs(float(durs["b"]) - 0.5) < 0.01
+    assert float(durs["c"]) == pytest.approx(0.3, abs=0.01)   # padded
+    assert float(durs["d"]) == pytest.approx(1.0)             # unreadable -> silence
+    for line in (out / "wav.scp").read_text().splitlines():
+        info = sf.info(line.split(maxsplit=1)[1])
+        assert info.samplerate == 16000 and info.channels == 1 and info.subtype == "PCM_16"
+
+
+def test_overhead_formula():
+    rows = [{"stage": 2, "kind": "espnet_equiv", "name": "dump", "t0": 0.0, "t1": 10.0},
+            {"stage": 5, "kind": "espnet", "name": "asr_train", "t0": 12.0, "t1": 102.0},
+            {"stage": 0, "kind": "corpus", "name": "synth", "t0": -50.0, "t1": 0.0}]
+    res = timing.overhead(rows, -50.0, 105.0)
+    # total 155 - espnet 90 - equiv 10 - corpus 50 = 5 s overhead over 100 s of work
+    assert res["recipe_s"] == pytest.approx(5.0)
+    assert res["overhead_pct"] == pytest.approx(5.0)
+
+
+def test_rtf_from_logs(tmp_path):
+    (tmp_path / "asr_inference.1.log").write_text(
+        "# python -m espnet2.bin.asr_inference\n"
+        "2026-01-01 00:00:00,000 (asr_inference:1) INFO: config file\n"
+        "2026-01-01 00:00:01,000 (asr_inference:571) INFO: speech length: 16000\n"
+        "2026-01-01 00:00:03,000 (batch_beam_search:1) INFO: best hypo: x\n"
+        "# Accounting: time=5 threads=1\n")
+    (tmp_path / "utt2dur").write_text("u1 4.0\nu2 6.0\n")
+    res = timing.rtf(str(tmp_path), str(tmp_path / "utt2dur"))
+    assert res["rtf_jobs"] == pytest.approx(0.5)
+    assert res["rtf_decode"] == pytest.approx(0.2)

@@ -1,0 +1,144 @@
+"""utils/run.pl (pyutils.jobs.local): JOB arrays, logs, failures, limits, Ctrl-C."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pyutils.jobs import JobsFailed, run_jobs
+from pyutils.jobs.common import UsageError, join_command, parse_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_PL = str(ROOT / "utils" / "run.pl")
+
+
+def run(args, cwd, **kw):
+    return subprocess.run([RUN_PL, *args], cwd=cwd, capture_output=True, text=True, **kw)
+
+
+def test_array_runs_all_jobs_with_kaldi_log_format(tmp_path):
+    p = run(["JOB=1:4", "log/foo.JOB.log", "echo", "task JOB of 4", "&&", "echo", "$JOB"],
+            tmp_path)
+    assert p.returncode == 0, p.stderr
+    for j in range(1, 5):
+        lines = (tmp_path / "log" / f"foo.{j}.log").read_text().splitlines()
+        assert lines[0] == f"# echo 'task {j} of 4' && echo ${j}"
+        assert lines[1].startswith("# Started at ")
+        assert f"task {j} of 4" in lines
+        assert re.fullmatch(r"# Accounting: time=\d+ threads=1", lines[-2])
+        assert lines[-1].startswith("# Ended (code 0) at ")
+
+
+def test_single_job_and_single_word_script(tmp_path):
+    p = run(["--gpu", "0", "--mem", "4G", "a/b/one.log", "echo x | tr x y > out.txt; cat out.txt"],
+            tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "out.txt").read_text() == "y\n"
+    assert "\ny\n" in (tmp_path / "a/b/one.log").read_text()
+
+
+def test_failure_names_first_failing_log_and_tail(tmp_path):
+    script = "for i in $(seq 1 30); do echo line$i; done; [ JOB -ne 3 ] && [ JOB -ne 4 ]"
+    p = run(["JOB=1:5", "exp/log/stats.JOB.log", script], tmp_path)
+    assert p.returncode == 1
+    assert "2 / 5 failed" in p.stderr
+    assert "exp/log/stats.3.log" in p.stderr
+    assert "line30" in p.stderr and "line11" in p.stderr
+    assert "line10" not in p.stderr  # only the last 20 lines
+    assert "# Ended (code 1)" in (tmp_path / "exp/log/stats.3.log").read_text()
+    assert "# Ended (code 0)" in (tmp_path / "exp/log/stats.5.log").read_text()
+
+
+def test_exit_code_recorded(tmp_path):
+    p = run(["x.log", "exit 7"], tmp_path)
+    assert p.returncode == 1
+    assert "job failed, log is in x.log" in p.stderr
+    assert "# Ended (code 7)" in (tmp_path / "x.log").read_text()
+
+
+def test_max_jobs_run_limits_concurrency(tmp_path):
+    # Each job records how many jobs are running (marker files) while it runs.
+    script = ("touch run.JOB; sleep 0.3; ls run.* | wc -l > peak.JOB; rm run.JOB")
+    p = run(["--max-jobs-run", "2", "JOB=1:6", "log/p.JOB.log", script], tmp_path)
+    assert p.returncode == 0, p.stderr
+    peaks = [int((tmp_path / f"peak.{j}").read_text()) for j in range(1, 7)]
+    assert max(peaks) <= 2
+    p = run(["--max-jobs-run", "6", "JOB=1:6", "log/p.JOB.log", script], tmp_path)
+    peaks = [int((tmp_path / f"peak.{j}").read_text()) for j in range(1, 7)]
+    assert max(peaks) >= 3  # really parallel when allowed
+
+
+def test_options_after_job_spec_and_underscore_spelling(tmp_path):
+    p = run(["JOB=2:3", "--num_threads", "3", "--max-jobs-run=1", "l/x.JOB.log", "echo", "JOB"],
+            tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "l/x.1.log").exists()
+    text = (tmp_path / "l/x.3.log").read_text()
+    assert "\n3\n" in text and "threads=3" in text
+
+
+def test_parallel_jobs_into_one_log_is_refused(tmp_path):
+    p = run(["JOB=1:2", "same.log", "true"], tmp_path)
+    assert p.returncode == 2
+    assert "does not contain 'JOB'" in p.stderr
+
+
+def test_usage_error(tmp_path):
+    p = run(["only.log"], tmp_path)
+    assert p.returncode == 2 and "usage:" in p.stderr
+
+
+def test_inherits_environment(tmp_path):
+    env = dict(os.environ, CHORUS_TEST_VALUE="from-parent")
+    p = run(["e.log", "echo $CHORUS_TEST_VALUE"], tmp_path, env=env)
+    assert p.returncode == 0
+    assert "from-parent" in (tmp_path / "e.log").read_text()
+
+
+def test_ctrl_c_kills_children(tmp_path):
+    proc = subprocess.Popen([RUN_PL, "JOB=1:2", "log/s.JOB.log",
+                             "echo $$ > pid.JOB; sleep 60"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        if all((tmp_path / f"pid.{j}").exists() and (tmp_path / f"pid.{j}").read_text()
+               for j in (1, 2)):
+            break
+        time.sleep(0.1)
+    pids = [int((tmp_path / f"pid.{j}").read_text()) for j in (1, 2)]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "interrupted" in err
+    time.sleep(0.2)
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or \
+            "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    assert "# Ended (code 130)" in (tmp_path / "log/s.1.log").read_text()
+
+
+def test_parse_argv_and_quoting():
+    job = parse_argv(["--mem", "4G", "JOB=1:3", "--gpu=1", "log.JOB", "cmd", "a b", "x.JOB"],
+                     "run.pl")
+    assert job.options == {"mem": "4G", "gpu": "1"}
+    assert (job.var, job.start, job.end) == ("JOB", 1, 3)
+    assert job.log_for(2) == "log.2"
+    assert job.command_for(3) == "cmd 'a b' x.3"
+    assert join_command(["echo", "it's here", "|", "cat"]) == "echo 'it'\"'\"'s here' | cat"
+    with pytest.raises(UsageError):
+        parse_argv(["JOB=3:1", "l.JOB", "x"], "run.pl")
+
+
+def test_python_api(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = run_jobs("utils/run.pl --mem 1G", "log/api.JOB.log",
+                  [sys.executable, "-c", "import sys; print('part', sys.argv[1])", "JOB"],
+                  njobs=3, max_jobs_run=2)
+    assert rc == 0
+    assert "part 2" in (tmp_path / "log/api.2.log").read_text()
+    with pytest.raises(JobsFailed):
+        run_jobs(None, "log/bad.log", "exit 3")

@@ -1,0 +1,77 @@
+"""chorus-synth sqa: layout, reference validity, intervals against the audio."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.synth import cli
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sqa") / "corpus"
+    cli.main(["sqa", "--preset", "ci", "--out", str(out), "--num-train", "10",
+              "--num-dev", "3", "--num-test", "3", "--nj", "2"])
+    return out
+
+
+def _rows(p):
+    return [json.loads(l) for l in Path(p).read_text().splitlines() if l]
+
+
+def _scp(p):
+    return dict(l.split(" ", 1) for l in Path(p).read_text().splitlines())
+
+
+def test_refs_valid_for_scorer_and_match_datadir(corpus):
+    from pyutils.scoring.sqa import load_rows
+
+    for split in ("train", "dev", "test"):
+        path = corpus / "ref" / f"{split}.jsonl"
+        rows = _rows(path)
+        loaded = load_rows(list(enumerate(rows, 1)), str(path))
+        scp = _scp(corpus / "data" / split / "wav.scp")
+        assert set(loaded) == set(scp)
+        for d in ("utt2spk", "spk2utt", "utt2dur"):
+            assert (corpus / "data" / split / d).is_file()
+        for utt, (score, iv, _) in loaded.items():
+            assert 1 <= score <= 5
+            info = sf.info(scp[utt])
+            assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
+            for ivs in iv.values():
+                for s, e in ivs:
+                    assert e <= info.duration + 1e-3
+
+
+def test_intervals_match_audio(corpus):
+    n_pause = n_noise = 0
+    for split in ("train", "dev", "test"):
+        scp = _scp(corpus / "data" / split / "wav.scp")
+        for row in _rows(corpus / "ref" / f"{split}.jsonl"):
+            x, sr = sf.read(scp[row["utt_id"]], dtype="float64")
+            level = np.sqrt(np.mean(x ** 2))
+            for s, e in row["faults"]["pause"]:
+                seg = x[int(s * sr) + 80:int(e * sr) - 80]
+                assert np.sqrt(np.mean(seg ** 2)) < 0.05 * level, row
+                n_pause += 1
+            for s, e in row["faults"]["noise"]:
+                seg = x[int(s * sr):int(e * sr)]
+                fr = np.sqrt(np.mean(seg[: len(seg) // 320 * 320].reshape(-1, 320) ** 2, axis=1))
+                lead = x[: int(0.1 * sr)]
+                covered = any(a < 0.1 for iv in row["faults"].values() for a, _ in iv)
+                if not covered:
+                    # the noise floor inside a noise interval is above the clean floor
+                    assert np.percentile(fr, 10) > 3 * np.sqrt(np.mean(lead ** 2)), row
+                n_noise += 1
+    assert n_pause + n_noise > 0
+
+
+def test_clean_recordings_score_high(corpus):
+    rows = [r for s in ("train", "dev", "test") for r in _rows(corpus / "ref" / f"{s}.jsonl")]
+    clean = [r["score"] for r in rows if not any(r["faults"].values())]
+    faulty = [r["score"] for r in rows if any(r["faults"].values())]
+    assert clean and faulty
+    assert min(clean) > 4.2
