@@ -34,6 +34,8 @@ datadir=data             # Kaldi data dirs
 dumpdir=dump             # dumped audio
 expdir=exp               # experiments
 corpus_dir=corpus        # where stage 0 writes the mini corpus
+mini_dir=                # Kaldi data dirs to use instead of the generated mini corpus (DIR/data/{train,dev,test}; DIR/.done)
+skip_train=false         # only decode with an existing model (--asr_exp): skip training data in stage 2 and stages 3-5
 
 # Data
 corpora=auto             # real corpora (db.sh names, e.g. "NVBENCH MNV17"); auto: those set in db.sh; none: mini corpus
@@ -65,6 +67,7 @@ inference_config=        # decoding config (default: conf/decode_asr_<preset>.ya
 inference_args=          # extra arguments of espnet2.bin.asr_inference
 inference_model=valid.acc.ave.pth  # checkpoint file under asr_exp
 inference_tag=           # decode dir name (default: decode_<inference config name>_<model>)
+decode_root=             # where decode outputs go (default: <asr_exp>/<inference_tag>)
 score_nvbench=true       # also run `chorus-score nvbench`
 copy_results=auto        # copy RESULTS.md to the recipe dir (auto: only for --preset default)
 
@@ -122,7 +125,7 @@ elif [ "${corpora}" = none ]; then
 fi
 use_mini=true
 [ -n "${corpora}" ] && use_mini=false
-if [ -n "${NVV_TRACK1_TEST:-}" ]; then
+if [ -n "${NVV_TRACK1_TEST:-}" ] && [ "${skip_train}" != true ]; then
   _t1set="track1_test_${lang}"
   [[ " ${test_sets} " == *" ${_t1set} "* ]] || test_sets+=" ${_t1set}"
   [[ " ${package_sets} " == *" ${_t1set} "* ]] || package_sets+=" ${_t1set}"
@@ -144,6 +147,7 @@ fi
 if [ -z "${inference_tag}" ]; then
   inference_tag=decode_$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)
 fi
+[ -z "${decode_root}" ] && decode_root=${asr_exp}/${inference_tag}
 
 token_dir=${datadir}/token_list/${lang}_${token_type}
 [ "${token_type}" = bpe ] && token_dir+=${nbpe}
@@ -189,13 +193,19 @@ log "${_cmdline}"
 log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" = true ] && echo "mini corpus" || echo "${corpora}") asr_exp=${asr_exp}"
 
 # ---------------------------------------------------------------- stage 0
-mini_dir=${corpus_dir}/nvv_${lang}_${preset}
+_mini_given=false
+if [ -n "${mini_dir}" ]; then _mini_given=true; else mini_dir=${corpus_dir}/nvv_${lang}_${preset}; fi
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   _cur_stage=0
   if [ "${use_mini}" = true ]; then
     log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
     if [ -f "${mini_dir}/.done" ]; then
       log "stage 0: ${mini_dir}/.done exists, skipping"
+    elif [ "${_mini_given}" = true ]; then
+      echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1
+    elif [ "${lang}" != en ] && [ "${lang}" != zh ]; then
+      echo "$0: chorus-synth makes the mini corpus for en and zh only; for lang=${lang} give --mini_dir DIR" \
+        "(DIR/data/{train,dev,test} Kaldi dirs with text, DIR/.done), or real corpora in db.sh" >&2; exit 1
     else
       timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \
         --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
@@ -224,7 +234,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       for f in wav.scp text utt2spk spk2utt utt2dur; do
         cp "${mini_dir}/data/${s}/${f}" "${datadir}/${s}/${f}"
       done
-      [ -f "${mini_dir}/ref/${s}.jsonl" ] && cp "${mini_dir}/ref/${s}.jsonl" "${datadir}/${s}/ref.jsonl"
+      if [ -f "${mini_dir}/ref/${s}.jsonl" ]; then cp "${mini_dir}/ref/${s}.jsonl" "${datadir}/${s}/ref.jsonl"; fi
       log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances"
     done
   else
@@ -281,7 +291,8 @@ fi
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   _cur_stage=2
   log "stage 2: format audio (${fs} Hz mono PCM16) -> ${dumpdir}/raw"
-  _sets=$(echo "${train_set} ${valid_set} ${test_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
+  if [ "${skip_train}" = true ]; then _sets=${test_sets}; else _sets="${train_set} ${valid_set} ${test_sets}"; fi
+  _sets=$(echo "${_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
   for dset in ${_sets}; do
     _src=${datadir}/${dset}
     [ -f "${_src}/wav.scp" ] || { echo "$0: ${_src}/wav.scp not found" >&2; exit 1; }
@@ -318,7 +329,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances, $(awk '{s+=$2} END {printf "%.1f", s/3600}' "${_out}/utt2dur") h"
   done
   # Remove too short / too long / empty-text utterances from training and validation.
-  for dset in ${train_set} ${valid_set}; do
+  _filter_sets="${train_set} ${valid_set}"; [ "${skip_train}" = true ] && _filter_sets=""
+  for dset in ${_filter_sets}; do
     _org=${dumpdir}/raw/org/${dset}; _out=${dumpdir}/raw/${dset}
     mkdir -p "${_out}"
     awk -v lo="${min_wav_duration}" -v hi="${max_wav_duration}" 'FNR==NR { if (NF > 1) ok[$1]=1; next }
@@ -334,7 +346,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 3
-if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
+if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ]; then
   _cur_stage=3
   log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
   mkdir -p "${token_dir}"
@@ -362,7 +374,7 @@ _train_dir=${dumpdir}/raw/${train_set}
 _valid_dir=${dumpdir}/raw/${valid_set}
 _common_opts=(--use_preprocessor true --token_type "${token_type}" --token_list "${token_list}"
   "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ]; then
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
   _cur_stage=4
   log "stage 4: collect stats -> ${asr_stats_dir}"
   [ -f "${asr_config}" ] || { echo "$0: training config ${asr_config} not found" >&2; exit 1; }
@@ -394,7 +406,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
+if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
   _cur_stage=5
   log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
   if [ -f "${asr_exp}/.train.done" ] && [ -e "${asr_exp}/${inference_model}" ]; then
@@ -424,6 +436,9 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
         --resume true --fold_length 80000 --fold_length 150 \
         --output_dir "${asr_exp}" "${_opts[@]}" ${asr_args}
     [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: training ended without ${asr_exp}/${inference_model}; see ${asr_exp}/train.log" >&2; exit 1; }
+    # Options a later decode needs (read with --config, e.g. by pyutils.asr.decode_dir).
+    printf 'lang=%s\ntoken_type=%s\nnbpe=%s\nnvv_tags=%s\nfs=%s\n' "${lang}" "${token_type}" "${nbpe}" "${nvv_tags}" "${fs}" \
+      > "${asr_exp}/recipe_options.sh"
     touch "${asr_exp}/.train.done"
   fi
 fi
@@ -438,7 +453,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
   _ngpu_inf=0; [ "${gpu_inference}" = true ] && _ngpu_inf=1
   for dset in ${test_sets}; do
     _data=${dumpdir}/raw/${dset}
-    _dir=${asr_exp}/${inference_tag}/${dset}
+    _dir=${decode_root}/${dset}
     _logdir=${_dir}/logdir
     [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
@@ -471,10 +486,10 @@ fi
 # ---------------------------------------------------------------- stage 7
 if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
   _cur_stage=7
-  log "stage 7: score -> ${asr_exp}/${inference_tag}/<set>/score, RESULTS.md"
+  log "stage 7: score -> ${decode_root}/<set>/score, RESULTS.md"
   _scored=()
   for dset in ${test_sets}; do
-    _dir=${asr_exp}/${inference_tag}/${dset}
+    _dir=${decode_root}/${dset}
     if [ ! -f "${datadir}/${dset}/text" ]; then
       log "  ${dset}: no reference text, not scored"; continue
     fi
@@ -501,7 +516,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
   done
   python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
     --start "${_run_t0}" --json "${asr_exp}/overhead.json" > /dev/null
-  python -m pyutils.asr.results --exp "${asr_exp}" --inference-tag "${inference_tag}" \
+  python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
     --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
     --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
     --out "${asr_exp}/RESULTS.md"
@@ -519,7 +534,7 @@ if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
   log "stage 8: package Track 1 submissions for: ${package_sets}"
   mkdir -p submission
   for dset in ${package_sets}; do
-    _dir=${asr_exp}/${inference_tag}/${dset}
+    _dir=${decode_root}/${dset}
     [ -f "${_dir}/text" ] || { echo "$0: ${_dir}/text not found: decode ${dset} first (stage 6, --test_sets)" >&2; exit 1; }
     _sub=submission/track1_${dset}.jsonl
     chorus-score package-track1 --text "${_dir}/text" --ref-ids "${dumpdir}/raw/${dset}/wav.scp" \

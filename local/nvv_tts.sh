@@ -95,7 +95,8 @@ if [ -z "${tts_task}" ]; then
 fi
 _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
-: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}}"
+_feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
+: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}}"
 token_list_dir=${dump_dir}/token_list/${lang}_${token_type}
 token_list=${token_list_dir}/tokens.txt
 python=python3
@@ -323,12 +324,24 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     _dir=${tts_exp}/synth_${s}
     _edir=${tts_exp}/eval_${s}
     mkdir -p "${_edir}/log"
+    _asr_opts=""
+    if [ -n "${asr_exp}" ]; then
+      # NVV-ASR transcripts of the synthesis and of the real test audio (reference point)
+      for _what in synth real; do
+        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dump_dir}/raw/${s}/wav.scp
+        ${decode_cmd} "${_edir}/log/asr_${_what}.log" \
+          ${python} -m pyutils.asr.decode_dir --asr-exp "$(cd "${asr_exp}" && pwd)" \
+            --wav-scp "${_scp}" --out "${_edir}/asr_${_what}/text" --nj "${nj}" \
+            --work-dir "$(pwd)/${_edir}/asr_${_what}/work"
+        _asr_opts+=" --asr-${_what}-text ${_edir}/asr_${_what}/text"
+      done
+    fi
+    # shellcheck disable=SC2086
     ${decode_cmd} "${_edir}/log/evaluate.log" \
       ${python} -m pyutils.tts.evaluate \
         --real-dir "${dump_dir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
         --durations "${_dir}/durations/durations" --token-text "${dump_dir}/raw/${s}/text" \
-        --lang "${lang}" --asr-exp "${asr_exp:-none}" --nj "${nj}" --max-utts "${eval_max_utts}" \
-        --out-dir "${_edir}"
+        --lang "${lang}" --max-utts "${eval_max_utts}" ${_asr_opts} --out-dir "${_edir}"
     _eval_dirs+=" ${s}=${_edir}"
   done
   # shellcheck disable=SC2086

@@ -159,9 +159,10 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
     if [ -f "${out}/.raw.done" ]; then continue; fi
     mkdir -p "${out}/log"
     _nj=$(cat "${dump_dir}/${s}/nj")
+    _opts=""; [ "${s}" = "${dev_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
     ${decode_cmd} JOB=1:${_nj} "${out}/log/measure.JOB.log" \
       python -m pyutils.sqa.baselines measure --wav-scp "${dump_dir}/${s}/wav.JOB.scp" \
-        --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl"
+        --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
     for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
     touch "${out}/.raw.done"
   done

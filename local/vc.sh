@@ -57,7 +57,7 @@ pretrained_spk=          # task 1: ESPnet-SPK exp dir (config.yaml + ${spk_infer
 # ASR
 asr_config=              # default: conf/train_asr_vi_<preset>.yaml
 asr_args=                # extra espnet2.bin.asr_train arguments
-asr_inference_model=valid.acc.ave.pt
+asr_inference_model=valid.acc.ave.pth
 pretrained_asr=          # task 1: ESPnet ASR exp dir (config.yaml + ${asr_inference_model})
 # TTS
 tts_config=              # default: conf/train_tts_vi_<preset>.yaml
@@ -238,21 +238,28 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 3
-# Embedding extraction with the speaker model: spk_extract SET -> ${emb_dir}/SET/xvector.scp
+# Embeddings from the speaker model, one extraction run for all the sets:
+# spk_extract SET... -> ${emb_dir}/<set>/xvector.scp (per utterance) + spk_xvector.scp
 spk_extract() {
-  local s=$1 _t=${emb_dir}/$1/trials _o=${emb_dir}/$1
-  mkdir -p "${_o}/log"
-  python -m pyutils.vc.spk_embed extract-trials --data "${dumpdir}/raw/${s}" --out "${_t}"
-  rm -rf "${_o}/npz"; mkdir -p "${_o}/npz"   # spk_embed_extract needs its output dir to exist
+  local _o=${emb_dir}/extract_$$ s _datas=()
+  for s in "$@"; do _datas+=(--data "${dumpdir}/raw/${s}"); done
+  rm -rf "${_o}"; mkdir -p "${_o}/log" "${_o}/npz"   # spk_embed_extract needs its output dir to exist
+  python -m pyutils.vc.spk_embed extract-trials "${_datas[@]}" --out "${_o}/trials"
   ${decode_cmd} "${_o}/log/extract.log" \
     python -m espnet2.bin.spk_embed_extract --use_preprocessor true --output_dir "${_o}/npz" \
-      --data_path_and_name_and_type "${_t}/trial.scp,speech,sound" \
-      --data_path_and_name_and_type "${_t}/trial2.scp,speech2,sound" \
-      --data_path_and_name_and_type "${_t}/trial_label,spk_labels,text" \
-      --shape_file "${_t}/speech_shape" --fold_length 120000 --average_embd true \
+      --data_path_and_name_and_type "${_o}/trials/trial.scp,speech,sound" \
+      --data_path_and_name_and_type "${_o}/trials/trial2.scp,speech2,sound" \
+      --data_path_and_name_and_type "${_o}/trials/trial_label,spk_labels,text" \
+      --shape_file "${_o}/trials/speech_shape" --fold_length 120000 --average_embd true \
       --spk_train_config "${spk_exp}/config.yaml" --spk_model_file "${spk_exp}/${spk_inference_model}"
-  python -m pyutils.vc.spk_embed to-ark --npz "${_o}/npz/trials_embeddings.npz" \
-    --data "${dumpdir}/raw/${s}" --out "${_o}"
+  for s in "$@"; do
+    rm -rf "${emb_dir:?}/${s}"; mkdir -p "${emb_dir}/${s}"
+    cp "${_o}/npz/trials_embeddings.npz" "${emb_dir}/${s}/embeddings.npz"
+    python -m pyutils.vc.spk_embed to-ark --npz "${emb_dir}/${s}/embeddings.npz" \
+      --data "${dumpdir}/raw/${s}" --out "${emb_dir}/${s}"
+  done
+  mkdir -p "${emb_dir}/log"; mv "${_o}/log/extract.log" "${emb_dir}/log/extract.$(date +%s).log"
+  rm -rf "${_o}"
 }
 if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   if [ -n "${pretrained_spk}" ]; then
@@ -297,10 +304,9 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   _emb_sets="tr_text dev_text"
   for name in ${pairs_sets}; do _emb_sets+=" ${name}_pairs_ref"; done
   [ "${tts_audio_only_asr}" = true ] && _emb_sets+=" train_audio"
-  for s in ${_emb_sets}; do
-    spk_extract "${s}"
-  done
-  python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/npz/trials_embeddings.npz" \
+  # shellcheck disable=SC2086
+  spk_extract ${_emb_sets}
+  python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/embeddings.npz" \
     --trials "${dumpdir}/raw/spk_valid/trial_label" | tee "${spk_exp}/eer_dev.txt" || true
 fi
 

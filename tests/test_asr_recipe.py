@@ -130,3 +130,26 @@ def test_rtf_from_logs(tmp_path):
     res = timing.rtf(str(tmp_path), str(tmp_path / "utt2dur"))
     assert res["rtf_jobs"] == pytest.approx(0.5)
     assert res["rtf_decode"] == pytest.approx(0.2)
+
+
+def test_results_md_track1score_lines(tmp_path):
+    from pyutils.asr import results
+
+    exp = tmp_path / "exp" / "asr_x"
+    for name, hyp in (("dev", "hello [laugh] world"), ("test", "hello world")):
+        sc = exp / "decode" / name / "score"
+        sc.mkdir(parents=True)
+        (sc / "ref.jsonl").write_text(json.dumps({"utt_id": "u1", "language": "en",
+                                                  "text_with_nvvs": "hello [laugh] world"}) + "\n")
+        (sc / "hyp.jsonl").write_text(json.dumps({"utt_id": "u1", "text_with_nvvs": hyp}) + "\n")
+        r = subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "track1", "--ref", str(sc / "ref.jsonl"),
+                            "--hyp", str(sc / "hyp.jsonl"), "--output-json", str(sc / "track1.json")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    text = results.build(str(exp), str(exp / "decode"), "decode", ["dev", "test", "missing"], "en", "ci",
+                         "conf/x.yaml", "conf/y.yaml", "unit test")
+    scores = [float(line.split(":", 1)[1]) for line in text.splitlines() if line.startswith("Track1Score:")]
+    assert scores[0] == pytest.approx(100.0)
+    assert scores[1] < 50.0          # the tag was missed: F1 = 0
+    assert len(scores) == 2
+    assert "| laugh | 1 | 1 | 1 |" in text

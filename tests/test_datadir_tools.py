@@ -232,3 +232,15 @@ def test_utt2dur_with_segments(tmp_path):
     assert durs == pytest.approx({"s0-0": 0.04, "s0-1": 0.03})
     assert "reco2dur" in os.listdir(d)
     assert validate_data_dir(d).ok
+
+
+def test_meta_files_and_text_variants_follow(tmp_path):
+    d = make_dir(tmp_path, spk_sizes=(2, 2))
+    (d / "feats_type").write_text("raw\n")
+    write_kv(d / "text_with_nvvs", {u: "x [laugh]" for u in read_kv(d / "utt2spk")})
+    (d / "ref.jsonl").write_text("{}\n")
+    subset_data_dir(d, tmp_path / "s", first=3)
+    assert (tmp_path / "s/feats_type").read_text() == "raw\n"
+    assert len(read_kv(tmp_path / "s/text_with_nvvs")) == 3
+    assert not (tmp_path / "s/ref.jsonl").exists()
+    assert validate_data_dir(tmp_path / "s").ok

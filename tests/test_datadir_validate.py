@@ -67,8 +67,6 @@ def test_unsorted_file_names_line(tmp_path):
 def test_byte_order_not_locale_order(tmp_path):
     # In C order uppercase sorts before lowercase: 'Zed' < 'abc'.
     d = make_data_dir(tmp_path)
-    for name in ("text", "utt2spk", "wav.scp", "spk2utt"):
-        pass
     (d / "utt2spk").write_text("spkA-000 spkA\nspkA-001 spkA\nspkB-000 spkB\nspkB-001 spkB\n"
                                "spkC-000 spkC\nspkC-001 spkC\n")
     assert validate_data_dir(d, audio_check=False).ok

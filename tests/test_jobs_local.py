@@ -63,7 +63,7 @@ def test_exit_code_recorded(tmp_path):
 
 def test_max_jobs_run_limits_concurrency(tmp_path):
     # Each job records how many jobs are running (marker files) while it runs.
-    script = ("touch run.JOB; sleep 0.3; ls run.* | wc -l > peak.JOB; rm run.JOB")
+    script = ("touch run.JOB; sleep 1; ls run.* | wc -l > peak.JOB; rm run.JOB")
     p = run(["--max-jobs-run", "2", "JOB=1:6", "log/p.JOB.log", script], tmp_path)
     assert p.returncode == 0, p.stderr
     peaks = [int((tmp_path / f"peak.{j}").read_text()) for j in range(1, 7)]
@@ -104,7 +104,7 @@ def test_ctrl_c_kills_children(tmp_path):
     proc = subprocess.Popen([RUN_PL, "JOB=1:2", "log/s.JOB.log",
                              "echo $$ > pid.JOB; sleep 60"], cwd=tmp_path,
                             stderr=subprocess.PIPE, text=True)
-    for _ in range(100):
+    for _ in range(300):
         if all((tmp_path / f"pid.{j}").exists() and (tmp_path / f"pid.{j}").read_text()
                for j in (1, 2)):
             break

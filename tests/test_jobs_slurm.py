@@ -7,7 +7,6 @@ The config-file mapping is also tested without Slurm (always runs).
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -138,3 +137,16 @@ def test_sbatch_missing_is_a_clear_error(tmp_path):
                        capture_output=True, text=True, env=env)
     assert p.returncode == 1
     assert "sbatch not found" in p.stderr
+
+
+def test_task_killed_by_slurm_is_a_failure(slurm, tmp_path):
+    """A task that Slurm kills (here: cancelled) leaves no exit status -> failure."""
+    # The array variable is TASK here: with JOB, "$SLURM_JOB_ID" would be
+    # substituted too (every occurrence is replaced, as in Kaldi).
+    p = slurm_pl(["TASK=1:2", "log/k.TASK.log",
+                  'if [ TASK = 2 ]; then scancel "$SLURM_JOB_ID"; sleep 20; fi; '
+                  "echo done TASK"], tmp_path)
+    assert p.returncode == 1
+    assert "task 2 of Slurm job" in p.stderr and "left no exit status" in p.stderr
+    assert "1 / 2 failed" in p.stderr and "log/k.2.log" in p.stderr
+    assert "done 1" in (tmp_path / "log/k.1.log").read_text()

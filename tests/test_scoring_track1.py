@@ -127,7 +127,10 @@ def test_boundary_map_matches_plain_dp_on_random_ties():
         alphabet = rng.randint(1, 4)
         r = [rng.randrange(alphabet) for _ in range(n)]
         h = [rng.randrange(alphabet) for _ in range(m)]
-        assert align.boundary_map(r, h) == plain.boundary_map(r, h), (r, h)
+        full = plain.boundary_map(r, h)
+        assert align.boundary_map(r, h) == full, (r, h)
+        lowest = rng.randint(0, m)
+        assert align.boundary_map(r, h, lowest)[lowest:] == full[lowest:], (r, h, lowest)
 
 
 # ----------------------------------------------------------------------------- F1 matching

@@ -50,6 +50,7 @@ def test_random_faults_intervals_are_exact():
         for key in ("noise", "distortion"):
             for s, e in iv[key]:
                 assert 0 <= s < e <= len(y) / SR + 1e-6
+                assert all(e <= a or s >= b for a, b in iv["pause"])   # labels stay apart
         assert len(details) == sum(len(v) for v in iv.values())
         assert 0 <= n_pause <= 3
 

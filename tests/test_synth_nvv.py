@@ -56,6 +56,14 @@ def test_layout_and_wav_format(corpus):
             assert utt.startswith(_kaldi(d / "utt2spk")[utt] + "-")
 
 
+def test_data_dirs_pass_the_datadir_validator(corpus):
+    validate = pytest.importorskip("pyutils.datadir.validate").validate_data_dir
+    lang, out = corpus
+    for split in ("train", "dev", "test"):
+        rep = validate(out / "data" / split)
+        assert rep.ok, rep.errors
+
+
 def test_reference_files_pass_the_track1_validator(corpus):
     lang, out = corpus
     from pyutils.scoring.track1 import load_reference_rows
@@ -137,6 +145,19 @@ def test_deterministic_across_runs_and_nj(tmp_path_factory):
     assert _digest(a) == _digest(b)
     c = _make(tmp_path_factory, "en", "det_c", ["--seed", "1"])
     assert _digest(a) != _digest(c)
+
+
+def test_job_backend_gives_the_same_bytes(tmp_path_factory):
+    from pyutils import REPO_ROOT
+
+    run_pl = REPO_ROOT / "utils" / "run.pl"
+    if not run_pl.exists():
+        pytest.skip("utils/run.pl not present")
+    a = _make(tmp_path_factory, "zh", "cmd_a")
+    b = _make(tmp_path_factory, "zh", "cmd_b", ["--nj", "3", "--cmd", str(run_pl)])
+    assert _digest(a) == _digest(b)
+    logs = sorted((b / "log").glob("synth.*.log"))
+    assert len(logs) == 3 and "worker: wrote" in logs[0].read_text()
 
 
 def test_resume_is_noop_and_other_args_refused(tmp_path):

@@ -75,3 +75,10 @@ def test_clean_recordings_score_high(corpus):
     faulty = [r["score"] for r in rows if any(r["faults"].values())]
     assert clean and faulty
     assert min(clean) > 4.2
+
+
+def test_data_dirs_pass_the_datadir_validator(corpus):
+    validate = pytest.importorskip("pyutils.datadir.validate").validate_data_dir
+    for split in ("train", "dev", "test"):
+        rep = validate(corpus / "data" / split)
+        assert rep.ok, rep.errors

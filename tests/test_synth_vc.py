@@ -57,3 +57,10 @@ def test_text_is_normalised(corpus):
             assert t == unicodedata.normalize("NFC", t) == t.lower()
             assert not any(unicodedata.category(c)[0] == "P" for c in t)
             assert t.strip() == t and "  " not in t
+
+
+def test_data_dirs_pass_the_datadir_validator(corpus, tmp_path):
+    validate = pytest.importorskip("pyutils.datadir.validate").validate_data_dir
+    for s in ("train_text", "train_audio", "test_src", "test_ref"):
+        rep = validate(corpus / "data" / s)
+        assert rep.ok, rep.errors

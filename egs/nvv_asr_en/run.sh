@@ -6,7 +6,7 @@ set -euo pipefail
 
 lang=en            # text normaliser, scorer language (fork: utils/fork_recipe.sh)
 token_type=bpe     # sentencepiece BPE, the 16 tags as user-defined symbols
-nbpe=150           # small vocabulary for the mini corpus; use ~500-5000 on real data
+nbpe=300           # ~ whole words of the mini corpus (246 word types + tags); use 500-5000 on real data
 
 ./local/nvv_asr.sh \
   --lang "${lang}" \

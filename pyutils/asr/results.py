@@ -166,7 +166,7 @@ def _flatten(d, prefix=""):
     return out
 
 
-def build(exp: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
+def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
           asr_config: str, inference_config: str, data: str) -> str:
     ov = _load(os.path.join(exp, "overhead.json")) or {}
     ms = _model_summary(exp)
@@ -194,7 +194,7 @@ def build(exp: str, inference_tag: str, test_sets: List[str], lang: str, preset:
                      f"{_fmt(ov.get('recipe_s'), 1)} s = {_fmt(ov.get('overhead_pct'))} %")
     lines.append("")
     for name in test_sets:
-        d = os.path.join(exp, inference_tag, name)
+        d = os.path.join(decode_root, name)
         if os.path.isdir(d):
             lines += set_block(name, d)
     return "\n".join(lines) + "\n"
@@ -204,6 +204,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--exp", required=True)
     p.add_argument("--inference-tag", required=True)
+    p.add_argument("--decode-root", default=None, help="default: EXP/INFERENCE_TAG")
     p.add_argument("--test-sets", required=True, help="space-separated")
     p.add_argument("--lang", required=True)
     p.add_argument("--preset", default="")
@@ -212,7 +213,7 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
-    text = build(a.exp, a.inference_tag, a.test_sets.split(), a.lang, a.preset, a.asr_config,
+    text = build(a.exp, a.decode_root or os.path.join(a.exp, a.inference_tag), a.inference_tag, a.test_sets.split(), a.lang, a.preset, a.asr_config,
                  a.inference_config, a.data)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".RESULTS.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:

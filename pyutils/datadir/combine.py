@@ -66,6 +66,7 @@ def combine_data_dirs(dest, srcs) -> DataDir:
     if "utt2spk" not in out:
         raise DataDirError("combine: some source has no utt2spk")
     out["spk2utt"] = spk2utt_from_utt2spk(out["utt2spk"])
-    result = DataDir(Path(dest), out)
+    meta = {k: v for k, v in dirs[0].meta.items() if all(d.meta.get(k) == v for d in dirs)}
+    result = DataDir(Path(dest), out, meta)
     result.write()
     return result

@@ -32,6 +32,6 @@ def copy_data_dir(src, dest, *, utt_prefix="", utt_suffix="", spk_prefix="",
             out[name] = dict(content) if has_segments else {u(k): v for k, v in content.items()}
     if "utt2spk" in out:
         out["spk2utt"] = spk2utt_from_utt2spk(out["utt2spk"])
-    result = DataDir(dest, out)
+    result = DataDir(dest, out, dict(data.meta))
     result.write()
     return result

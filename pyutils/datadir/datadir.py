@@ -12,13 +12,15 @@ utt2spk            utterance        speaker
 spk2utt            speaker          utterances of the speaker
 utt2dur            utterance        duration (seconds)
 reco2dur           recording        duration (seconds)
-utt2* , text.*,    utterance        anything (utt2lang, utt2sid, ...):
+utt2*, text*,      utterance        anything (utt2lang, utt2sid, ...):
 feats.scp, ...                      passed through, filtered like text
 spk2gender, ...    speaker          anything
 =================  ===============  =========================================
 
-Without ``segments`` recordings and utterances are the same ids. Files not
-listed (``ref.jsonl``, notes, ...) are left alone by the tools.
+Without ``segments`` recordings and utterances are the same ids. ESPnet's
+one-line metadata files (``feats_type``, ``audio_format``) are carried along
+verbatim; other files (``ref.jsonl``, notes, ...) are not keyed by id, so
+split/subset/combine/copy do not carry them.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .io import byte_key, read_kv, write_kv
+from .io import atomic_write, byte_key, read_kv, write_kv
 
 RECO_FILES = ("wav.scp", "reco2dur", "reco2file_and_channel", "reco2num_samples")
 SPK_FILES = ("spk2gender", "cmvn.scp", "spk2age")
 #: utterance-keyed files known by name; any ``utt2*`` / ``text*`` file is too
 UTT_FILES = ("segments", "text", "utt2spk", "feats.scp", "vad.scp")
+#: unkeyed metadata files copied verbatim (ESPnet writes them)
+META_FILES = ("feats_type", "audio_format")
 #: files whose value may be empty (Kaldi allows an empty transcript)
 EMPTY_OK_PREFIXES = ("text",)
 
@@ -45,7 +49,7 @@ def file_kind(name: str) -> str | None:
         return "reco"
     if name in SPK_FILES:
         return "spk"
-    if name in UTT_FILES or name.startswith("utt2") or name == "text" or name.startswith("text."):
+    if name in UTT_FILES or name.startswith(("utt2", "text")):
         if name.endswith((".tmp", ".bak", "~")):
             return None
         return "utt"
@@ -79,6 +83,7 @@ class DataDir:
 
     path: Path
     files: dict[str, dict[str, str]] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
 
     @property
     def utt2spk(self) -> dict[str, str]:
@@ -157,7 +162,7 @@ class DataDir:
                 files[name] = {k: v for k, v in content.items() if k in spks}
         if "utt2spk" in files:
             files["spk2utt"] = spk2utt_from_utt2spk(utt2spk)
-        return DataDir(Path(path) if path else self.path, files)
+        return DataDir(Path(path) if path else self.path, files, dict(self.meta))
 
     def write(self, path: str | os.PathLike | None = None) -> Path:
         """Write every file (sorted, atomically) to ``path`` (default: own)."""
@@ -165,6 +170,9 @@ class DataDir:
         out.mkdir(parents=True, exist_ok=True)
         for name, content in self.files.items():
             write_kv(out / name, content)
+        for name, content in self.meta.items():
+            with atomic_write(out / name) as f:
+                f.write(content)
         return out
 
 
@@ -178,10 +186,12 @@ def load_data_dir(path: str | os.PathLike, *, strict: bool = True) -> DataDir:
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"data dir {path} does not exist")
-    files = {}
+    files, meta = {}, {}
     for entry in sorted(path.iterdir(), key=lambda p: byte_key(p.name)):
         if entry.is_file() and file_kind(entry.name) is not None:
             files[entry.name] = read_kv(
                 entry, allow_empty_value=entry.name.startswith(EMPTY_OK_PREFIXES),
                 allow_duplicates=not strict)
-    return DataDir(path, files)
+        elif entry.is_file() and entry.name in META_FILES:
+            meta[entry.name] = entry.read_text()
+    return DataDir(path, files, meta)

@@ -127,7 +127,7 @@ def parse_argv(argv: list[str], prog: str) -> JobArray:
                 var, start = m.group(1), int(m.group(2))
                 end = start
                 args.pop(0)
-    if len(args) < 2:
+    if len(args) < 2 or args[0] in ("-h", "--help"):
         raise UsageError(
             f"usage: {prog} [options] [JOB=1:N] <log-file> <command> [args...]\n"
             f"  e.g. {prog} --mem 4G JOB=1:4 exp/x/log/foo.JOB.log "

@@ -139,6 +139,9 @@ def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> i
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     try:
         job = parse_argv(argv, PROG)
         return run_array(job)

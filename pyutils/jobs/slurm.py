@@ -222,7 +222,7 @@ def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -
     argv = (conf.command + ["--job-name", name]
             + conf.sbatch_args(job.options, warn)
             + ["--parsable", f"--array={array}",
-               "--output", str((qdir / f"{name}.%a.out").resolve()), str(script)])
+               "--output", str((qdir / f"{name}.%a.out").resolve()), str(script.resolve())])
     # Keep the exact submission next to the script, for debugging/resubmitting.
     (qdir / f"{name}.sbatch").write_text(shlex.join(argv) + "\n")
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -291,6 +291,9 @@ def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     try:
         job = parse_argv(argv, PROG)
         return submit_and_wait(job)

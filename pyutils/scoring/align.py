@@ -23,7 +23,6 @@ form (see ``_boundary_map_core``).
 
 from __future__ import annotations
 
-import math
 from typing import List, Sequence, Tuple
 
 from rapidfuzz.distance import Levenshtein
@@ -38,14 +37,15 @@ def edit_distance(ref: Sequence, hyp: Sequence) -> int:
     return Levenshtein.distance(ref, hyp)
 
 
-def boundary_map(ref: Sequence[int], hyp: Sequence[int]) -> List[int]:
+def boundary_map(ref: Sequence[int], hyp: Sequence[int], lowest: int = 0) -> List[int]:
     """Map each hypothesis boundary j (after j units) to a reference boundary.
 
     Minimum-edit alignment, backtrace from the end preferring diagonal, then
     deletion of a reference unit, then insertion of a hypothesis unit; walking
     the path forward, boundary j maps to the smallest reference boundary
     visited while at j (the first one visited). Tokens must be comparable
-    with ``==`` (ints are fastest).
+    with ``==`` (ints are fastest). ``lowest``: entries below this hypothesis
+    boundary are not needed (the backtrace may stop early; they are left 0).
     """
     n, m = len(ref), len(hyp)
     if n == m and ref == hyp:
@@ -57,12 +57,12 @@ def boundary_map(ref: Sequence[int], hyp: Sequence[int]) -> List[int]:
     n2, m2 = n - s, m - s
     r = ref[:n2]
     h = hyp[:m2]
-    out = _boundary_map_core(r, h, n2, m2)
+    out = _boundary_map_core(r, h, n2, m2, lowest)
     out.extend(range(n2 + 1, n + 1))
     return out
 
 
-def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int) -> List[int]:
+def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int, lowest: int = 0) -> List[int]:
     if n == 0:
         return [0] * (m + 1)
     if m == 0:
@@ -76,29 +76,46 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int) -> Li
     top = n if n < m else m
     while p < top and r[p] == h[p]:
         p += 1
-    big_n, big_m = n - p, m - p
-    rows = _banded_dp(r[p:], h[p:], big_n, big_m) if big_n and big_m else None
     out = [0] * (m + 1)
     i, j = n, m
     out[m] = n
-    # Backtrace in the remainder (full coordinates i, j > p).
-    while i > p and j > p:
-        v = rows[i - p][j - p]
-        ri, hj = r[i - 1], h[j - 1]
-        diag = rows[i - p - 1][j - p - 1] if (i - 1 > p and j - 1 > p) else abs(i - j)
-        if v == diag + (0 if ri == hj else 1):
-            i -= 1
-            j -= 1
-        else:
-            up = rows[i - p - 1][j - p] if i - 1 > p else abs(i - 1 - j)
-            if v == up + 1:
-                i -= 1
+    if p < top:
+        rr, hh = r[p:], h[p:]
+        big_n, big_m = n - p, m - p
+        rows, k_hi, width = _banded_dp(rr, hh, big_n, big_m)
+        inf = _INF
+        # Backtrace in the remainder, in its coordinates a = i - p, b = j - p
+        # (a, b >= 1); band cell (a, b) is rows[a][b - a + k_hi]. out[j] is
+        # final once the path moves left of j, so it may stop below ``lowest``.
+        a, b = big_n, big_m
+        stop = lowest - p
+        while a > 0 and b > 0 and b >= stop:
+            row = rows[a]
+            t = b - a + k_hi
+            v = row[t]
+            if a == 1 or b == 1:
+                diag = abs(a - b)
             else:
-                j -= 1  # insertion must hold: the DP value came from one of the three
-        out[j] = i
+                diag = rows[a - 1][t]
+            if v == (diag if rr[a - 1] == hh[b - 1] else diag + 1):
+                a -= 1
+                b -= 1
+            else:
+                if a == 1:
+                    up = b  # dp[0][b]
+                elif t + 1 < width:
+                    up = rows[a - 1][t + 1]
+                else:
+                    up = inf
+                if v == up + 1:
+                    a -= 1
+                else:
+                    b -= 1  # the value came from one of the three moves
+            out[b + p] = a + p
+        i, j = a + p, b + p
     # Closed-form region: dp[i][j] = |i - j|. Diagonal when the tokens match
     # (equal cost), else delete a reference unit when i > j, else insert.
-    while i > 0 or j > 0:
+    while (i > 0 or j > 0) and j >= lowest:
         if i > 0 and j > 0 and (i == j or r[i - 1] == h[j - 1]):
             i -= 1
             j -= 1
@@ -110,44 +127,46 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int) -> Li
     return out
 
 
-def _banded_dp(r: Sequence[int], h: Sequence[int], n: int, m: int) -> List[List[int]]:
-    """Edit-distance matrix restricted to the band of possible optimal paths."""
+def _banded_dp(r: Sequence[int], h: Sequence[int], n: int, m: int):
+    """Edit-distance rows restricted to the band of possible optimal paths.
+
+    Returns ``(rows, k_hi, width)``: ``rows[i][t]`` is dp[i][j] for
+    ``j = i - k_hi + t`` (0 <= t < width); cells off the band or outside the
+    matrix hold a large number. Row 0 is not used by the backtrace.
+    """
     d = Levenshtein.distance(r, h)
     c = n - m
     slack = (d - abs(c)) // 2
-    k_lo = min(0, c) - slack  # allowed k = i - j
+    k_lo = min(0, c) - slack  # allowed diagonals k = i - j
     k_hi = max(0, c) + slack
+    width = k_hi - k_lo + 1
     inf = _INF
-    rows: List[List[int]] = []
-    prev: List[int] = []
-    for i in range(n + 1):
-        row = [inf] * (m + 1)
-        j_lo = i - k_hi
-        if j_lo < 0:
-            j_lo = 0
-        j_hi = i - k_lo
-        if j_hi > m:
-            j_hi = m
-        if i == 0:
-            for j in range(j_lo, j_hi + 1):
-                row[j] = j
-        else:
-            if j_lo == 0:
-                row[0] = i
-                j_lo = 1
-            ri = r[i - 1]
-            for j in range(j_lo, j_hi + 1):
-                v = prev[j - 1] if ri == h[j - 1] else prev[j - 1] + 1
-                t = prev[j] + 1
-                if t < v:
-                    v = t
-                t = row[j - 1] + 1
-                if t < v:
-                    v = t
-                row[j] = v
-        rows.append(row)
-        prev = row
-    return rows
+    # row 0: dp[0][j] = j
+    prev = [j if 0 <= j <= m else inf for j in range(-k_hi, -k_hi + width)] + [inf]
+    rows = [prev]
+    for i in range(1, n + 1):
+        base = i - k_hi  # j of t = 0
+        cur = [inf] * (width + 1)
+        t_lo = 1 - base if base < 1 else 0
+        t_hi = m - base if m - base < width - 1 else width - 1
+        if 0 <= -base < width:
+            cur[-base] = i  # dp[i][0]
+        left = cur[t_lo - 1] if t_lo > 0 else inf
+        ri = r[i - 1]
+        for t in range(t_lo, t_hi + 1):
+            v = prev[t]
+            if ri != h[base + t - 1]:
+                v += 1
+            up = prev[t + 1]
+            if up < v - 1:
+                v = up + 1
+            if left < v - 1:
+                v = left + 1
+            cur[t] = v
+            left = v
+        rows.append(cur)
+        prev = cur
+    return rows, k_hi, width
 
 
 def match_events_f1(refs: Sequence[Event], preds: Sequence[Event], collar: int) -> List[Tuple[Event, Event]]:
@@ -221,48 +240,55 @@ def count_matches_f1(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: in
     return tp
 
 
-def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int):
+def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int, want_ops: bool = True):
     """Monotone event alignment of mNTD; returns (total cost, ops).
 
-    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order.
-    Same-tag pair cost min(|p-g|/L, 1) with L = max(ref_length, 1); different
-    tags, unmatched reference, unmatched prediction cost 1. Ties (within
-    1e-12) prefer diagonal, then skipping a reference, then a prediction --
-    the same float operations as the official script, so sums are identical.
+    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order
+    (None when ``want_ops`` is false). Same-tag pair cost min(|p-g|/L, 1) with
+    L = max(ref_length, 1); different tags, unmatched reference, unmatched
+    prediction cost 1. Ties (within 1e-12) prefer diagonal, then skipping a
+    reference, then a prediction -- the same float operations in the same
+    order as the official script, so the sums are bit-identical.
     """
     refs = sorted(refs)
     preds = sorted(preds)
     n, m = len(refs), len(preds)
     denom = max(ref_length, 1)
-    cost = [[0.0] * (m + 1) for _ in range(n + 1)]
-    act = [[""] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        cost[i][0] = float(i)
-        act[i][0] = "R"
-    for j in range(1, m + 1):
-        cost[0][j] = float(j)
-        act[0][j] = "P"
-    isclose = math.isclose
+    prev = [float(j) for j in range(m + 1)]
+    acts = [["P"] * (m + 1)] if want_ops else None
     for i in range(1, n + 1):
         g = refs[i - 1]
-        ci, cp = cost[i], cost[i - 1]
+        g_tag, g_pos = g.tag, g.position
+        cur = [float(i)] + [0.0] * m
+        act = ["R"] * (m + 1)
         for j in range(1, m + 1):
             p = preds[j - 1]
-            if g.tag == p.tag:
-                pair = min(abs(g.position - p.position) / denom, 1.0)
+            if g_tag == p.tag:
+                pair = min(abs(g_pos - p.position) / denom, 1.0)
             else:
                 pair = 1.0
-            best_c, best_pr, best_a = cp[j] + 1.0, 2, "R"
-            for cand_c, cand_pr, cand_a in ((ci[j - 1] + 1.0, 1, "P"), (cp[j - 1] + pair, 3, "M")):
-                if cand_c < best_c - 1e-12 or (
-                        isclose(cand_c, best_c, rel_tol=0.0, abs_tol=1e-12) and cand_pr > best_pr):
-                    best_c, best_pr, best_a = cand_c, cand_pr, cand_a
-            ci[j] = best_c
-            act[i][j] = best_a
+            # candidates in the official order: skip ref (2), skip pred (1), diagonal (3);
+            # a later one wins if cheaper by > 1e-12, or within 1e-12 with a higher priority.
+            best = prev[j] + 1.0
+            best_pr = 2
+            c = cur[j - 1] + 1.0
+            if c < best - 1e-12:
+                best, best_pr = c, 1
+            c = prev[j - 1] + pair
+            if c < best - 1e-12 or abs(c - best) <= 1e-12:
+                best, best_pr = c, 3
+            cur[j] = best
+            act[j] = "R" if best_pr == 2 else ("P" if best_pr == 1 else "M")
+        prev = cur
+        if want_ops:
+            acts.append(act)
+    total = prev[m]
+    if not want_ops:
+        return total, None
     ops = []
     i, j = n, m
     while i > 0 or j > 0:
-        a = act[i][j]
+        a = acts[i][j] if (i > 0 and j > 0) else ("R" if i > 0 else "P")
         if a == "M":
             ops.append(("M", refs[i - 1], preds[j - 1]))
             i -= 1
@@ -274,7 +300,7 @@ def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
             ops.append(("P", None, preds[j - 1]))
             j -= 1
     ops.reverse()
-    return cost[n][m], ops
+    return total, ops
 
 
 def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: int) -> float:
@@ -291,5 +317,5 @@ def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
         if g.tag != p.tag:
             return 1.0
         return max(0.0, min(1.0, min(abs(g.position - p.position) / max(ref_length, 1), 1.0)))
-    total, _ = mntd_alignment(refs, preds, ref_length)
+    total, _ = mntd_alignment(refs, preds, ref_length, want_ops=False)
     return max(0.0, min(1.0, total / max(n, m)))

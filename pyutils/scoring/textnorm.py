@@ -104,6 +104,35 @@ _unicode_normalize = unicodedata.normalize
 _is_normalized = unicodedata.is_normalized
 
 
+class _NfkcChar(dict):
+    """``str.translate`` table: code point -> NFKC of that character alone."""
+
+    def __missing__(self, cp: int):
+        value = _unicode_normalize("NFKC", chr(cp))
+        self[cp] = value
+        return value
+
+
+_NFKC_CHAR = _NfkcChar()
+# ASCII bytes: letters, digits, the apostrophe and \x01 kept, every other byte a space.
+_ASCII_EN_BYTES = bytes(c if (c < 128 and chr(c).isalnum()) or c in (0x27, 0x01) else 0x20 for c in range(256))
+
+
+def _nfkc_fast(text: str) -> str:
+    """NFKC of ``text``; character by character when that is provably the same.
+
+    With t = the concatenation of NFKC(c) over the characters c of s:
+    NFKD(NFKC(c)) = NFKD(c), so NFKD(t) = NFKD(s) and NFKC(t) = NFKC(s); if t
+    is already normalised, t = NFKC(t) = NFKC(s). Otherwise normalise s whole.
+    (The per-character table makes CJK text with full-width punctuation
+    several times faster than ``unicodedata.normalize``.)
+    """
+    if _is_normalized("NFKC", text):
+        return text
+    t = text.translate(_NFKC_CHAR)
+    return t if _is_normalized("NFKC", t) else _unicode_normalize("NFKC", text)
+
+
 def _nfkc(text: str) -> str:
     # is_normalized is a quick check; normalize() itself is slow on CJK text.
     return text if _is_normalized("NFKC", text) else _unicode_normalize("NFKC", text)
@@ -164,30 +193,93 @@ def canonical_tag(raw: str, inventory: frozenset = None) -> str:
     return tag
 
 
+class _DropIgnoredKeepMarker(_DropIgnored):
+    def __missing__(self, cp: int):
+        value = cp if cp == _MARKER_CP else super().__missing__(cp)
+        self[cp] = value
+        return value
+
+
+_MARKER = "\ue000"  # private use (category Co): ignored, so never a lexical unit itself
+_MARKER_CP = ord(_MARKER)
+_DROP_KEEP_MARKER = _DropIgnoredKeepMarker()
+_CAPITAL_SIGMA = "\u03a3"
+
+
 def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parsed:
     """Parse and validate one tagged transcript (see module docstring).
 
     ``inventory``: allowed normalised labels (default: the 16 challenge tags).
     Raises :class:`ScoringError` without a location; callers add file:line.
+
+    Fast path: ``TAG_RE.split`` gives segments and labels in one C call; the
+    segments are joined with a private-use marker (category Co: ignored,
+    combining class 0, composes with nothing), so NFKC of the joined text is
+    the NFKC of each segment joined by markers, and lower-casing the whole is
+    lower-casing each segment unless a capital sigma (the one context rule of
+    ``str.lower``) is present. Texts holding the marker or a capital sigma use
+    :func:`parse_tagged_segments`, the literal per-segment procedure.
     """
     if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}")
-    if "[" not in text and "]" not in text:  # fast path: no tags at all
+    if "[" not in text and "]" not in text:  # no tags at all
         units = tuple(lexical_units(text, language))
         return Parsed(units, units, ())
+    if _MARKER in text or _CAPITAL_SIGMA in text:
+        return parse_tagged_segments(text, language, inventory)
+    pieces = TAG_RE.split(text)
+    body = _MARKER.join(pieces[0::2])
+    if "[" in body or "]" in body:
+        # a stray bracket: find the first error in text order, as the official script
+        return parse_tagged_segments(text, language, inventory)
+    if inventory is None:
+        known = _TAG_CACHE.get
+        tags = [t if type(t) is str else canonical_tag(label)
+                for label in pieces[1::2] for t in (known(label),)]
+    else:
+        tags = [canonical_tag(label, inventory) for label in pieces[1::2]]
+    if language == "zh":
+        parts = _nfkc_fast(body).lower().translate(_DROP_KEEP_MARKER).split(_MARKER)
+    else:
+        body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
+        findall = EN_WORD_RE.findall
+        ascii_body = body.replace(_MARKER, "\x01")
+        if ascii_body.isascii() and "\x01" not in text:
+            # ASCII: letters, digits, apostrophes and the \x01 marker kept, every
+            # other byte a space (one C call); a part without an apostrophe then
+            # splits on whitespace exactly into what the word pattern finds.
+            ascii_body = ascii_body.encode("ascii").translate(_ASCII_EN_BYTES).decode("ascii")
+            parts = [findall(part) if "'" in part else part.split() for part in ascii_body.split("\x01")]
+        else:
+            parts = [findall(part) for part in body.split(_MARKER)]
+    if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
+        return parse_tagged_segments(text, language, inventory)
+    lexical: List[str] = list(parts[0])
+    tagged: List[str] = list(parts[0])
+    events: List[Event] = []
+    new = tuple.__new__
+    for k, tag in enumerate(tags):
+        events.append(new(Event, (len(lexical), k, tag)))
+        tagged.append(f"[{tag}]")
+        part = parts[k + 1]
+        lexical += part
+        tagged += part
+    return new(Parsed, (tuple(lexical), tuple(tagged), tuple(events)))
+
+
+def parse_tagged_segments(text: str, language: str, inventory: frozenset = None) -> Parsed:
+    """The literal procedure: tag by tag, each segment normalised on its own."""
     lexical: List[str] = []
     tagged: List[str] = []
     events: List[Event] = []
     cursor = 0
     for match in TAG_RE.finditer(text):
-        start = match.start()
-        if start > cursor:
-            segment = text[cursor:start]
-            if "[" in segment or "]" in segment:
-                raise ScoringError("MALFORMED_NVV_TAG", "stray, unmatched or nested square bracket before a tag")
-            units = lexical_units(segment, language)
-            lexical += units
-            tagged += units
+        segment = text[cursor:match.start()]
+        if "[" in segment or "]" in segment:
+            raise ScoringError("MALFORMED_NVV_TAG", "stray, unmatched or nested square bracket before a tag")
+        units = lexical_units(segment, language)
+        lexical += units
+        tagged += units
         tag = canonical_tag(match.group(1), inventory)
         events.append(Event(len(lexical), len(events), tag))
         tagged.append(f"[{tag}]")
@@ -195,8 +287,7 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
     segment = text[cursor:]
     if "[" in segment or "]" in segment:
         raise ScoringError("MALFORMED_NVV_TAG", "stray or unmatched square bracket")
-    if segment:
-        units = lexical_units(segment, language)
-        lexical += units
-        tagged += units
+    units = lexical_units(segment, language)
+    lexical += units
+    tagged += units
     return Parsed(tuple(lexical), tuple(tagged), tuple(events))

@@ -119,8 +119,17 @@ class _LangAccumulator:
         self.keep_details = keep_details
         self.details: List[Dict[str, Any]] = []
         self.vocab: Dict[str, int] = {}
+        self.direct = language == "zh" and _zh_tokens_exact(self.tags)
 
-    def _codes(self, tokens: Sequence[str]) -> List[int]:
+    def _codes(self, tokens: Sequence[str]):
+        """Tokens as exact integer codes (rapidfuzz would otherwise hash strings).
+
+        Mandarin units are single characters, which rapidfuzz compares by code
+        point; only the 16 tags are hashed, and ``_zh_tokens_exact`` checks
+        once that their hashes cannot collide with each other or a code point.
+        """
+        if self.direct:
+            return tokens
         vocab = self.vocab
         add = vocab.setdefault
         return [add(t, len(vocab)) for t in tokens]
@@ -141,8 +150,10 @@ class _LangAccumulator:
         if not hyp.events or same_lexical:
             mapped = hyp.events
         else:
-            bmap = align.boundary_map(self._codes(ref.lexical), self._codes(hyp.lexical))
-            mapped = tuple([Event(bmap[e.position], e.order, e.tag) for e in hyp.events])
+            bmap = align.boundary_map(self._codes(ref.lexical), self._codes(hyp.lexical),
+                                      hyp.events[0].position)
+            new = tuple.__new__
+            mapped = tuple([new(Event, (bmap[e.position], e.order, e.tag)) for e in hyp.events])
         # 3) per-tag matching (positions are already sorted: both event lists
         #    are in text order and the boundary map is monotone).
         n_ref, n_hyp = len(ref_events), len(mapped)
@@ -257,6 +268,11 @@ class _LangAccumulator:
             "confusion": {"rows": "reference tag", "columns": "predicted tag",
                           "none": NONE_TAG, "table": self.confusion},
         }
+
+
+def _zh_tokens_exact(tags: Sequence[str]) -> bool:
+    hashes = {hash(f"[{t}]") & 0xFFFFFFFFFFFFFFFF for t in tags}
+    return len(hashes) == len(tags) and min(hashes) > 0x10FFFF
 
 
 def safe_prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:

@@ -57,7 +57,7 @@ class SQADataset(torch.utils.data.Dataset):
             item = self._augmented(utt)
             if item is not None:
                 return item
-        feats = np.asarray(self.feats[utt], dtype=np.float32)
+        feats = np.array(self.feats[utt], dtype=np.float32)  # writable copy
         n = num_grid_frames(self.durs[utt])
         return self._item(utt, feats, n, self.refs.get(utt))
 

@@ -27,6 +27,8 @@ class ModelConfig:
     rnn_hidden: int = 128
     rnn_layers: int = 2
     dropout: float = 0.1
+    encoder: str = "gru"        # "gru" (BiGRU) or "tcn" (dilated convolutions, faster on CPU)
+    tcn_dilations: tuple = (1, 2, 4, 8, 16)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -48,6 +50,20 @@ class ConvBlock(nn.Module):
         return x + y if self.residual else y
 
 
+class DilatedBlock(nn.Module):
+    """Residual dilated conv: x + drop(GELU(LN(conv_dil(x)))) -- a TCN layer."""
+
+    def __init__(self, c: int, kernel: int, dilation: int, dropout: float):
+        super().__init__()
+        self.conv = nn.Conv1d(c, c, kernel, padding=dilation * (kernel // 2), dilation=dilation)
+        self.norm = nn.LayerNorm(c)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T)
+        y = self.norm(self.conv(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.drop(torch.nn.functional.gelu(y))
+
+
 def subsampled_lengths(lengths: torch.Tensor) -> torch.Tensor:
     """Output frames of the stride-2 conv (kernel 5, padding 2): ceil(T / 2)."""
     return (lengths + 1) // 2
@@ -64,9 +80,15 @@ class SQAModel(nn.Module):
             ConvBlock(c, c, 3, 1, cfg.dropout),
             ConvBlock(c, c, 3, 1, cfg.dropout),
         )
-        self.rnn = nn.GRU(c, h, num_layers=cfg.rnn_layers, batch_first=True, bidirectional=True,
-                          dropout=cfg.dropout if cfg.rnn_layers > 1 else 0.0)
-        d = 2 * h
+        if cfg.encoder == "gru":
+            self.rnn = nn.GRU(c, h, num_layers=cfg.rnn_layers, batch_first=True, bidirectional=True,
+                              dropout=cfg.dropout if cfg.rnn_layers > 1 else 0.0)
+            d = 2 * h
+        elif cfg.encoder == "tcn":
+            self.tcn = nn.ModuleList(DilatedBlock(c, 3, dil, cfg.dropout) for dil in cfg.tcn_dilations)
+            d = c
+        else:
+            raise ValueError(f"unknown encoder {cfg.encoder!r} (gru or tcn)")
         self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
         self.utt_head = nn.Linear(2 * d, len(FAULTS))
         self.att = nn.Linear(d, 1)
@@ -75,12 +97,30 @@ class SQAModel(nn.Module):
     def forward(self, feats: torch.Tensor, lengths: torch.Tensor):
         """feats (B, T, F), lengths (B,) -> dict with
         ``frame_logits`` (B, T', 3), ``utt_logits`` (B, 3), ``score`` (B,), ``lengths`` (B,)."""
-        x = self.frontend(feats.transpose(1, 2)).transpose(1, 2)  # (B, T', C)
-        out_lens = subsampled_lengths(lengths).clamp(max=x.shape[1], min=1)
-        packed = pack_padded_sequence(x, out_lens.cpu(), batch_first=True, enforce_sorted=False)
-        enc, _ = self.rnn(packed)
-        enc, _ = pad_packed_sequence(enc, batch_first=True, total_length=x.shape[1])
+        # zero the padding before every conv so that a padded batch gives each recording
+        # exactly the outputs it would get alone (convs then see the same zero padding)
+        t10 = feats.shape[1]
+        mask10 = (torch.arange(t10, device=feats.device)[None, :] < lengths[:, None]).unsqueeze(1)
+        x = feats.transpose(1, 2) * mask10
+        out_lens = subsampled_lengths(lengths).clamp(min=1)
+        for block in self.frontend:
+            x = block(x)
+            if x.shape[2] != mask10.shape[2]:
+                mask10 = (torch.arange(x.shape[2], device=x.device)[None, :] < out_lens[:, None]).unsqueeze(1)
+            x = x * mask10
+        x = x.transpose(1, 2)  # (B, T', C)
+        out_lens = out_lens.clamp(max=x.shape[1])
         mask = torch.arange(x.shape[1], device=x.device)[None, :] < out_lens[:, None]  # (B, T')
+        if self.cfg.encoder == "gru":
+            packed = pack_padded_sequence(x, out_lens.cpu(), batch_first=True, enforce_sorted=False)
+            enc, _ = self.rnn(packed)
+            enc, _ = pad_packed_sequence(enc, batch_first=True, total_length=x.shape[1])
+        else:
+            enc = x.transpose(1, 2)
+            m_ = mask.unsqueeze(1).to(enc.dtype)
+            for block in self.tcn:
+                enc = block(enc * m_)
+            enc = enc.transpose(1, 2)
         frame_logits = self.frame_head(enc)
         m = mask.unsqueeze(-1).float()
         mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
@@ -122,7 +162,10 @@ def save_model(path: str, model: SQAModel, stats: dict, extra: dict | None = Non
 def load_model(path: str, device: str = "cpu"):
     """-> (model in eval mode, mean, std, extra)."""
     blob = torch.load(path, map_location=device, weights_only=False)
-    model = SQAModel(ModelConfig(**blob["model_config"]))
+    cfg = dict(blob["model_config"])
+    if "tcn_dilations" in cfg:
+        cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
+    model = SQAModel(ModelConfig(**cfg))
     model.load_state_dict(blob["state_dict"])
     model.eval()
     return model, blob["feat_mean"], blob["feat_std"], blob.get("extra", {})

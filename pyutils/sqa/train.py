@@ -44,7 +44,9 @@ DEFAULTS = {
     "augment_prob": 0.0,
     "max_minutes": 0.0,   # 0 = no time budget
     "seed": 0,
-    "num_threads": 2,
+    "num_threads": 1,     # >1 thrashes on a loaded machine (measured 10x slower at load 10 on 2 cores)
+    "num_workers": 1,     # data loading/augmentation in a separate process (the 2nd core)
+    "device": "cpu",      # cpu, cuda, or auto
 }
 
 
@@ -88,12 +90,23 @@ def make_augmenter():
     return make_fault_augmenter(fault_sim)
 
 
-def evaluate(model, loader, mean, std, cfg) -> float:
+def _seed_worker(_worker_id: int) -> None:
+    """Fresh augmentation RNG per worker and epoch (torch gives each a new base seed)."""
+    info = torch.utils.data.get_worker_info()
+    info.dataset.rng = np.random.default_rng(torch.initial_seed() % (2 ** 32))
+    torch.set_num_threads(1)
+
+
+def _to(batch: dict, device) -> dict:
+    return {k: v.to(device) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+
+def evaluate(model, loader, mean, std, cfg, device="cpu") -> float:
     model.eval()
     tot, cnt = 0.0, 0
     with torch.no_grad():
         for batch in loader:
-            loss, _ = compute_loss(model, batch, mean, std, cfg)
+            loss, _ = compute_loss(model, _to(batch, device), mean, std, cfg)
             tot += loss.item() * len(batch["utts"])
             cnt += len(batch["utts"])
     model.train()
@@ -120,11 +133,18 @@ def train(args) -> int:
         raise SystemExit(f"no training examples in {d} with references in {args.train_ref}")
     sampler = BucketBatchSampler([train_set.num_frames(i) for i in range(len(train_set))],
                                  cfg["batch_size"], seed=cfg["seed"])
-    train_loader = torch.utils.data.DataLoader(train_set, batch_sampler=sampler, collate_fn=collate)
+    workers = int(cfg["num_workers"])
+    train_loader = torch.utils.data.DataLoader(train_set, batch_sampler=sampler, collate_fn=collate,
+                                               num_workers=workers, worker_init_fn=_seed_worker,
+                                               persistent_workers=False)
     dev_loader = torch.utils.data.DataLoader(dev_set, batch_size=cfg["batch_size"], collate_fn=collate)
 
     model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0])})
-    model = SQAModel(model_cfg)
+    device = cfg["device"]
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = SQAModel(model_cfg).to(device)
+    mean, std = mean.to(device), std.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     total_steps = max(1, cfg["epochs"] * len(sampler))
@@ -133,14 +153,14 @@ def train(args) -> int:
     start_epoch, best = 1, float("inf")
     last_path = os.path.join(args.outdir, "last.pt")
     if args.resume and os.path.exists(last_path):
-        ck = torch.load(last_path, map_location="cpu", weights_only=False)
+        ck = torch.load(last_path, map_location=device, weights_only=False)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         sched.load_state_dict(ck["sched"])
         start_epoch, best = ck["epoch"] + 1, ck["best"]
         print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
     print(f"train {len(train_set)} utts, dev {len(dev_set)} utts, model {n_params / 1e6:.2f} M params, "
-          f"{cfg['epochs']} epochs x {len(sampler)} batches", flush=True)
+          f"{cfg['epochs']} epochs x {len(sampler)} batches, device {device}", flush=True)
 
     log_path = os.path.join(args.outdir, "train_log.tsv")
     if start_epoch == 1:
@@ -152,7 +172,7 @@ def train(args) -> int:
         model.train()
         t0, tot, parts, nb = time.time(), 0.0, np.zeros(3), 0
         for batch in train_loader:
-            loss, p = compute_loss(model, batch, mean, std, cfg)
+            loss, p = compute_loss(model, _to(batch, device), mean, std, cfg)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
@@ -162,7 +182,7 @@ def train(args) -> int:
             tot += loss.item()
             parts += [p["score"], p["frame"], p["utt"]]
             nb += 1
-        dev_loss = evaluate(model, dev_loader, mean, std, cfg)
+        dev_loss = evaluate(model, dev_loader, mean, std, cfg, device)
         secs = time.time() - t0
         parts /= max(nb, 1)
         print(f"epoch {epoch}: train loss {tot / max(nb, 1):.4f} (score {parts[0]:.3f} frame {parts[1]:.3f} "
@@ -172,8 +192,9 @@ def train(args) -> int:
                     f"{parts[2]:.5f}\t{secs:.1f}\n")
         if dev_loss < best:
             best = dev_loss
-            save_model(os.path.join(args.outdir, "model.pt"), model, stats,
+            save_model(os.path.join(args.outdir, "model.pt"), model.cpu(), stats,
                        {"epoch": epoch, "dev_loss": dev_loss, "train_config": cfg})
+            model.to(device)
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
                     "epoch": epoch, "best": best}, last_path + ".tmp")
         os.replace(last_path + ".tmp", last_path)

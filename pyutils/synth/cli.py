@@ -39,7 +39,9 @@ IDENTITY = {
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="chorus-synth", description=__doc__.split("\n\n")[0],
+        prog="chorus-synth",
+        description="Generate an offline mini corpus with exact labels (nvv, sqa, vc); "
+                    "same --seed, same bytes, whatever --nj.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Example: chorus-synth nvv --lang en --preset ci --out corpus/nvv_en --nj 2 "
                "--cmd utils/run.pl")
@@ -48,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
              "sqa": "clean speech + noise/distortion/pause faults with quality scores",
              "vc": "multi-speaker Vietnamese speech split like VLSP 2025 VC"}
     for kind in ("nvv", "sqa", "vc"):
-        p = sub.add_parser(kind, help=helps[kind], description=helps[kind])
+        presets = importlib.import_module(KIND_MODULES[kind]).PRESETS
+        desc = helps[kind] + ". Presets: " + "; ".join(
+            f"{name}: " + ", ".join(f"{k}={v}" for k, v in cfg.items()) for name, cfg in presets.items())
+        p = sub.add_parser(kind, help=helps[kind], description=desc)
         p.add_argument("--out", required=True, help="output corpus directory")
         if kind == "nvv":
             p.add_argument("--lang", choices=["en", "zh"], default="en")

@@ -212,12 +212,21 @@ def quality_score(details: List[dict], duration: float, rng: Optional[np.random.
 # ------------------------------------------------------------- random faults
 def _pick_interval(total: float, rng, min_s: float, max_frac: float,
                    avoid: List[Tuple[float, float]]) -> Tuple[float, float]:
+    """Random interval of [min_s, max_frac*total] s not overlapping ``avoid``.
+
+    After 20 rejected draws it falls back to a random interval inside the
+    longest stretch free of ``avoid`` (so labels of different faults stay apart).
+    """
     for _ in range(20):
-        length = rng.uniform(min(min_s, total), max(min_s, max_frac * total))
-        length = min(length, total)
+        length = min(total, rng.uniform(min(min_s, total), max(min_s, max_frac * total)))
         s = rng.uniform(0, total - length)
         if all(s >= b or s + length <= a for a, b in avoid):
-            break
+            return s, s + length
+    edges = [0.0] + [t for a, b in sorted(avoid) for t in (a, b)] + [total]
+    free = [(edges[i], edges[i + 1]) for i in range(0, len(edges), 2) if edges[i + 1] > edges[i]]
+    a, b = max(free, key=lambda ab: ab[1] - ab[0])
+    length = min(b - a, max(0.05, rng.uniform(min_s / 2, min_s)))
+    s = rng.uniform(a, b - length)
     return s, s + length
 
 

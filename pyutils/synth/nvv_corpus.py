@@ -24,7 +24,7 @@ from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.nvv_sounds import synthesize
 from pyutils.synth.sentences import split_pool, words
-from pyutils.synth.speech import speak, voices
+from pyutils.synth.speech import speak_chunks, voices
 from pyutils.tags import challenge_tags, tag_token
 
 PRESETS = {
@@ -112,6 +112,8 @@ def render(item: dict, out_dir: str) -> dict:
         segs.append(("speech", sep.join(cur)))
 
     uttseed = int(item["seed"][-1]) * 1000 + int(item["seed"][0])
+    chunk_audio = iter(speak_chunks([v for k, v in segs if k == "speech"], lang, item["voice"],
+                                    seed=uttseed))
     audio = [silence(rng.uniform(0.10, 0.30))]
     spans, speech_parts = [], []
     pos = len(audio[0])
@@ -122,7 +124,7 @@ def render(item: dict, out_dir: str) -> dict:
             audio.append(gap)
             pos += len(gap)
         if kind == "speech":
-            x = speak(val, lang, item["voice"], seed=uttseed)
+            x = next(chunk_audio)
             speech_parts.append((len(audio), x))
         else:
             x = synthesize(events[val]["tag"], rng, sr)

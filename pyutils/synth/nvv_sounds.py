@@ -286,11 +286,11 @@ def _hiss(rng, sr):
 
 
 def _lipsmack(rng, sr):
-    """lipsmack: 1-3 clicks: 4-12 ms decaying 1-5 kHz impulses, 50-150 ms apart."""
-    k = int(rng.integers(1, 4))
+    """lipsmack: 2-4 clicks: 6-15 ms decaying 1-5 kHz impulses, 50-150 ms apart (lips parting)."""
+    k = int(rng.integers(2, 5))
     parts, off = [], 0
     for i in range(k):
-        d = int(_u(rng, 0.004, 0.012) * sr)
+        d = int(_u(rng, 0.006, 0.015) * sr)
         c = _band(_noise(d + 64, rng), 900, 5000, sr, 2)[:d] * np.exp(-np.arange(d) / (0.002 * sr))
         c = c / (np.abs(c).max() + 1e-9) * _u(rng, 0.6, 1.0)
         parts.append((off, c))
@@ -317,7 +317,7 @@ RECIPES: Dict[str, Callable] = {
 #: Peak level (dBFS, before ±4 dB randomisation) of each tag; speech peaks near -3 dBFS.
 PEAK_DB = {"breath": -16, "sniff": -14, "laugh": -5, "cry": -6, "cough": -4,
            "throat clearing": -7, "sneeze": -4, "sigh": -9, "gasp": -11, "snore": -9,
-           "yawn": -7, "hum": -8, "moan": -8, "hiss": -15, "lipsmack": -12, "burp": -6}
+           "yawn": -7, "hum": -8, "moan": -8, "hiss": -15, "lipsmack": -9, "burp": -6}
 
 
 def synthesize(tag: str, rng: np.random.Generator, sr: int = SAMPLE_RATE) -> np.ndarray:

@@ -20,7 +20,7 @@ from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.faults import apply_random_faults, quality_score
 from pyutils.synth.sentences import sentence_pool
-from pyutils.synth.speech import speak, voices
+from pyutils.synth.speech import speak, speak_chunks, voices
 
 PRESETS = {
     "ci": {"train": 150, "dev": 30, "test": 30, "voices": 8},
@@ -56,24 +56,26 @@ def _clean(item: dict, rng: np.random.Generator):
     """Chunked clean speech and its chunk-join sample positions."""
     sr = SAMPLE_RATE
     uttseed = int(item["seed"][-1]) * 1000 + int(item["seed"][0])
-    parts, joins, pos = [silence(rng.uniform(0.15, 0.3))], [], 0
-    pos = len(parts[0])
+    texts, firsts = [], []
     for si, sent in enumerate(item["sentences"]):
         ws = sent.split()
-        chunks, i = [], 0
+        i = 0
         while i < len(ws):
             k = int(rng.integers(3, 6))
-            chunks.append(" ".join(ws[i:i + k]))
+            texts.append(" ".join(ws[i:i + k]))
+            firsts.append(i == 0 and si > 0)
             i += k
-        for ci, ch in enumerate(chunks):
-            if si or ci:
-                g = silence(rng.uniform(0.25, 0.35) if ci == 0 else rng.uniform(0.04, 0.12))
-                joins.append(pos + len(g) // 2)
-                parts.append(g)
-                pos += len(g)
-            x = speak(ch, item["lang"], item["voice"], seed=uttseed)
-            parts.append(x)
-            pos += len(x)
+    audio = speak_chunks(texts, item["lang"], item["voice"], seed=uttseed)
+    parts, joins = [silence(rng.uniform(0.15, 0.3))], []
+    pos = len(parts[0])
+    for ci, x in enumerate(audio):
+        if ci:
+            g = silence(rng.uniform(0.25, 0.35) if firsts[ci] else rng.uniform(0.04, 0.12))
+            joins.append(pos + len(g) // 2)
+            parts.append(g)
+            pos += len(g)
+        parts.append(x)
+        pos += len(x)
     parts.append(silence(rng.uniform(0.15, 0.3)))
     y = np.concatenate(parts)
     y = y * (db_to_amp(-3 + rng.uniform(-2, 2)) / (np.abs(y).max() + 1e-9))

@@ -156,7 +156,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p = sub.add_parser("extract-trials", help="self-trials to embed every utterance")
-    p.add_argument("--data", required=True)
+    p.add_argument("--data", required=True, action="append", help="repeat to embed several dirs at once")
     p.add_argument("--out", required=True)
     p = sub.add_parser("to-ark", help="npz -> xvector.scp / spk_xvector.scp")
     p.add_argument("--npz", required=True)
@@ -172,7 +172,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         trials = valid_trials(read_kv(os.path.join(args.data, "utt2spk")), args.n, args.seed)
         print(f"{args.out}: {write_trials(args.out, trials, wav)} trials")
     elif args.cmd == "extract-trials":
-        wav = read_kv(os.path.join(args.data, "wav.scp"))
+        wav: Dict[str, str] = {}
+        for data in args.data:
+            part = read_kv(os.path.join(data, "wav.scp"))
+            clash = sorted(set(part) & set(wav))
+            if clash:
+                raise SystemExit(f"{data}: utterance ids also in another dir, e.g. {clash[:3]}")
+            wav.update(part)
         print(f"{args.out}: {write_trials(args.out, extraction_trials(wav), wav)} self-trials")
     elif args.cmd == "to-ark":
         n_utt, n_spk = to_ark(args.npz, args.data, args.out)

@@ -1,0 +1,88 @@
+"""Decode a wav.scp (or a Kaldi data dir) with a trained NVV-ASR exp dir into a text file.
+
+The entry point for other recipes (e.g. egs/nvv_tts decodes its synthesised audio)::
+
+    python -m pyutils.asr.decode_dir --asr-exp ../nvv_asr_en/exp/asr_train_asr_default_en_bpe300 \\
+        --wav-scp data/synth/wav.scp --out exp/asr_decode/synth/text [--nj 2] [--work-dir DIR]
+
+It runs stages 2 (dump, any audio format/rate) and 6 (decode) of ``local/nvv_asr.sh`` in
+the model's recipe dir (ESPnet's config.yaml holds paths relative to it) with
+``--skip_train true``; all intermediate files go to ``--work-dir`` (default: next to
+``--out``), nothing is written into the model's exp dir. ``--out`` gets one line
+``<utt_id> <tagged transcript>`` per entry of the wav.scp (empty when nothing was
+recognised), in the official Track 1 form. The language and token settings come from
+``<asr-exp>/recipe_options.sh``, written when the model was trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--asr-exp", required=True, help="trained exp dir (holds config.yaml, valid.acc.ave.pth)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--wav-scp", help="wav.scp to decode (paths or pipes, any format/rate)")
+    src.add_argument("--data-dir", help="Kaldi data dir to decode (its wav.scp, segments)")
+    p.add_argument("--out", required=True, help="text file to write")
+    p.add_argument("--work-dir", default=None, help="dump/decode files (default: OUT's dir/decode_work)")
+    p.add_argument("--nj", type=int, default=0, help="parallel decode jobs (default: cores)")
+    p.add_argument("--inference-config", default=None, help="default: the recipe's conf/decode_asr.yaml")
+    p.add_argument("--inference-model", default="valid.acc.ave.pth")
+    p.add_argument("--gpu", action="store_true", help="decode on GPU")
+    a = p.parse_args(argv)
+
+    exp = os.path.abspath(a.asr_exp)
+    if not os.path.isfile(os.path.join(exp, "config.yaml")):
+        raise SystemExit(f"decode_dir: {exp}/config.yaml not found: not a trained ASR exp dir")
+    opts = os.path.join(exp, "recipe_options.sh")
+    if not os.path.isfile(opts):
+        raise SystemExit(f"decode_dir: {opts} not found (written by stage 5 of local/nvv_asr.sh)")
+    # exp dirs are <recipe>/<expdir>/<asr_exp>: the recipe dir is two levels up.
+    recipe = os.path.dirname(os.path.dirname(exp))
+    if not os.path.isfile(os.path.join(recipe, "path.sh")):
+        raise SystemExit(f"decode_dir: {recipe} (two levels above --asr-exp) is not a recipe dir")
+    src_dir = os.path.abspath(a.data_dir) if a.data_dir else None
+    wav_scp = os.path.abspath(a.wav_scp) if a.wav_scp else os.path.join(src_dir, "wav.scp")
+    if not os.path.isfile(wav_scp):
+        raise SystemExit(f"decode_dir: {wav_scp} not found")
+
+    out = os.path.abspath(a.out)
+    work = os.path.abspath(a.work_dir or os.path.join(os.path.dirname(out), "decode_work"))
+    name = "set_" + hashlib.sha1(wav_scp.encode()).hexdigest()[:10]
+    data = os.path.join(work, "data", name)
+    os.makedirs(data, exist_ok=True)
+    shutil.copyfile(wav_scp, os.path.join(data, "wav.scp"))
+    if src_dir and os.path.isfile(os.path.join(src_dir, "segments")):
+        shutil.copyfile(os.path.join(src_dir, "segments"), os.path.join(data, "segments"))
+
+    cmd = ["bash", "local/nvv_asr.sh", "--config", opts, "--stage", "2", "--stop_stage", "6",
+           "--skip_train", "true", "--corpora", "none", "--asr_exp", exp,
+           "--datadir", os.path.join(work, "data"), "--dumpdir", os.path.join(work, "dump"),
+           "--expdir", os.path.join(work, "exp"), "--decode_root", os.path.join(work, "decode"),
+           "--test_sets", name, "--package_sets", "", "--inference_model", a.inference_model,
+           "--gpu_inference", "true" if a.gpu else "false"]
+    if a.nj:
+        cmd += ["--nj", str(a.nj)]
+    if a.inference_config:
+        cmd += ["--inference_config", os.path.abspath(a.inference_config)]
+    print("decode_dir: (cd " + recipe + " && " + " ".join(cmd) + ")", file=sys.stderr)
+    r = subprocess.run(cmd, cwd=recipe)
+    if r.returncode != 0:
+        return r.returncode
+    hyp = os.path.join(work, "decode", name, "text")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    shutil.copyfile(hyp, out + ".tmp")
+    os.replace(out + ".tmp", out)
+    print(f"decode_dir: wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

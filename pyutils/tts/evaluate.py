@@ -1,0 +1,248 @@
+"""Objective evaluation of synthesised NVV speech (stage 7 of local/nvv_tts.sh),
+following NV-Bench's protocol offline:
+
+* intelligibility / instruction following: the NVV-ASR transcripts (decoded by
+  stage 7 with ``pyutils.asr.decode_dir``) of the synthesis AND of the real test
+  audio are scored against the input text with ``chorus-score nvbench``
+  (CER, PCER, OCER) and ``chorus-score track1`` (F1, mNTD); per-tag recall;
+* speaker similarity (SIM): cosine between the resemblyzer embedding of each
+  synthesised utterance and the mean embedding of the real test audio of the
+  same speaker; real-vs-real (leave-one-out) and other-speaker references;
+* quality: DNSMOS P.835 SIG/BAK/OVRL (speechmos, ONNX models in the wheel);
+* distribution gap: Fréchet distance between resemblyzer utterance embeddings
+  of real and synthesised audio, with a real-vs-real split-half reference.
+
+Writes ``metrics.json``, ``per_tag.tsv``, ``per_utt.tsv`` and ``spectrograms.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import os
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+import numpy as np
+import soundfile as sf
+
+from pyutils.tts.audio import read_scp, resample, write_lines_atomic
+from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half, tag_counts
+
+SR = 16000
+
+
+def load_16k(path: str) -> np.ndarray:
+    x, sr = sf.read(path, dtype="float32", always_2d=True)
+    x = x.mean(axis=1)
+    if sr != SR:
+        x = resample(x, sr, SR).astype(np.float32)
+    return np.clip(x, -1.0, 1.0)
+
+
+def read_text(path: Optional[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    if not path or not os.path.isfile(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(maxsplit=1)
+            if parts:
+                out[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return out
+
+
+def write_jsonl(path: str, rows: List[dict]) -> None:
+    write_lines_atomic(path, [json.dumps(r, ensure_ascii=False) + "\n" for r in rows])
+
+
+def score_asr(refs: Dict[str, str], hyps: Dict[str, str], lang: str, out_dir: str, name: str) -> dict:
+    """chorus-score nvbench + track1 of ASR transcripts against the input text."""
+    ref_path = os.path.join(out_dir, "ref.jsonl")
+    hyp_path = os.path.join(out_dir, f"asr_{name}.jsonl")
+    write_jsonl(ref_path, [{"utt_id": u, "language": lang, "text_with_nvvs": t} for u, t in sorted(refs.items())])
+    write_jsonl(hyp_path, [{"utt_id": u, "text_with_nvvs": hyps.get(u, "")} for u in sorted(refs)])
+    res = {"missing_hyps": sum(1 for u in refs if u not in hyps)}
+    for scorer in ("nvbench", "track1"):
+        js = os.path.join(out_dir, f"{scorer}_{name}.json")
+        cmd = ["chorus-score", scorer, "--ref", ref_path, "--hyp", hyp_path, "--output-json", js]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        print(r.stdout + r.stderr, file=sys.stderr)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed (exit {r.returncode})")
+        with open(js, encoding="utf-8") as f:
+            res[scorer] = json.load(f)[lang]
+    nv, t1 = res["nvbench"], res["track1"]
+    res["summary"] = {"CER": nv["CER"], "PCER": nv["PCER_micro"], "OCER": nv["OCER"],
+                      "F1": t1["F1_micro"], "mNTD": t1["mNTD"], "Track1Score": t1["Track1Score"]}
+    if "WER" in nv:
+        res["summary"]["WER"] = nv["WER"]
+    res["per_tag"] = per_tag_table(refs, hyps)
+    return res
+
+
+def speaker_metrics(real_emb: Dict[str, np.ndarray], synth_emb: Dict[str, np.ndarray],
+                    utt2spk: Dict[str, str]) -> dict:
+    """SIM of synthesis vs same-speaker real centroid, plus the two references."""
+    by_spk: Dict[str, List[str]] = collections.defaultdict(list)
+    for u in real_emb:
+        by_spk[utt2spk[u]].append(u)
+    centroid = {s: np.mean([real_emb[u] for u in us], axis=0) for s, us in by_spk.items()}
+    per_utt, other, real_loo = {}, [], []
+    for u, e in synth_emb.items():
+        s = utt2spk.get(u)
+        if s in centroid:
+            per_utt[u] = cosine(e, centroid[s])
+            other += [cosine(e, c) for s2, c in centroid.items() if s2 != s]
+    for s, us in by_spk.items():
+        if len(us) < 2:
+            continue
+        for u in us:
+            rest = np.mean([real_emb[v] for v in us if v != u], axis=0)
+            real_loo.append(cosine(real_emb[u], rest))
+    return {
+        "SIM": float(np.mean(list(per_utt.values()))) if per_utt else float("nan"),
+        "SIM_real_leave_one_out": float(np.mean(real_loo)) if real_loo else float("nan"),
+        "SIM_synth_vs_other_speakers": float(np.mean(other)) if other else float("nan"),
+        "per_utt": per_utt,
+    }
+
+
+def fd_metrics(real: np.ndarray, synth: np.ndarray) -> dict:
+    out = {"FD": frechet_distance(real, synth), "n_real": len(real), "n_synth": len(synth),
+           "embedding": "resemblyzer 256-d utterance embedding (unit norm)"}
+    if len(real) >= 4:
+        a, b = split_half(real)
+        out["FD_real_split_half"] = frechet_distance(a, b)
+        # same sample size for the synthetic side, so the two numbers are comparable
+        sa, _ = split_half(synth)
+        ra, _ = split_half(real, seed=1)
+        out["FD_half_size"] = frechet_distance(ra, sa) if len(sa) >= 2 else float("nan")
+    return out
+
+
+def dnsmos_scores(wavs: Dict[str, np.ndarray]) -> Dict[str, Dict[str, float]]:
+    from speechmos import dnsmos
+
+    out = {}
+    for u, x in wavs.items():
+        r = dnsmos.run(x, SR)
+        out[u] = {"SIG": float(r["sig_mos"]), "BAK": float(r["bak_mos"]), "OVRL": float(r["ovrl_mos"])}
+    return out
+
+
+def mean_of(d: Dict[str, Dict[str, float]], key: str) -> float:
+    v = [x[key] for x in d.values()]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--real-dir", required=True, help="dump dir of the test set (wav.scp, text.tagged, utt2spk)")
+    p.add_argument("--synth-scp", required=True, help="wav.scp of the synthesised audio")
+    p.add_argument("--durations", help="tts_inference durations file (per input token)")
+    p.add_argument("--token-text", help="Kaldi text of the input tokens (for the plots)")
+    p.add_argument("--asr-synth-text", help="NVV-ASR transcripts of the synthesis (absent: no ASR metrics)")
+    p.add_argument("--asr-real-text", help="NVV-ASR transcripts of the real test audio")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--max-utts", type=int, default=0)
+    p.add_argument("--n-plots", type=int, default=4)
+    p.add_argument("--out-dir", required=True)
+    a = p.parse_args(argv)
+    os.makedirs(a.out_dir, exist_ok=True)
+
+    refs = read_text(os.path.join(a.real_dir, "text.tagged"))
+    utt2spk = read_text(os.path.join(a.real_dir, "utt2spk"))
+    real_scp = dict(read_scp(os.path.join(a.real_dir, "wav.scp")))
+    synth_scp = dict(read_scp(a.synth_scp))
+    utts = sorted(u for u in refs if u in synth_scp)
+    if a.max_utts:
+        utts = utts[: a.max_utts]
+    if not utts:
+        raise SystemExit(f"evaluate: no synthesised utterance of {a.real_dir} found in {a.synth_scp}")
+    missing = sorted(set(refs) - set(synth_scp))
+    print(f"evaluate: {len(utts)} utterances ({len(missing)} of the test set not synthesised)", file=sys.stderr)
+    refs = {u: refs[u] for u in utts}
+
+    metrics: dict = {"num_utterances": len(utts), "not_synthesised": len(missing), "lang": a.lang}
+    # 1. ASR-based metrics
+    if a.asr_synth_text and os.path.isfile(a.asr_synth_text):
+        metrics["asr_synth"] = score_asr(refs, read_text(a.asr_synth_text), a.lang, a.out_dir, "synth")
+        if a.asr_real_text and os.path.isfile(a.asr_real_text):
+            metrics["asr_real"] = score_asr(refs, read_text(a.asr_real_text), a.lang, a.out_dir, "real")
+    else:
+        metrics["asr_synth"] = None
+        metrics["asr_note"] = "no NVV-ASR model: CER/PCER/OCER/F1/mNTD not computed"
+
+    # 2. audio metrics
+    print("evaluate: loading audio, resemblyzer embeddings", file=sys.stderr)
+    from resemblyzer import VoiceEncoder, preprocess_wav
+
+    enc = VoiceEncoder("cpu", verbose=False)
+    real_wav = {u: load_16k(real_scp[u]) for u in utts if u in real_scp}
+    synth_wav = {u: load_16k(synth_scp[u]) for u in utts}
+
+    def embed(x: np.ndarray) -> np.ndarray:
+        y = preprocess_wav(x, source_sr=SR)
+        if len(y) < SR // 4:  # VAD removed (nearly) everything: embed the raw signal
+            y = x
+        return enc.embed_utterance(y)
+
+    real_emb = {u: embed(x) for u, x in real_wav.items()}
+    synth_emb = {u: embed(x) for u, x in synth_wav.items()}
+    metrics["speaker"] = speaker_metrics(real_emb, synth_emb, utt2spk)
+    metrics["frechet"] = fd_metrics(np.stack([real_emb[u] for u in sorted(real_emb)]),
+                                    np.stack([synth_emb[u] for u in sorted(synth_emb)]))
+    print("evaluate: DNSMOS", file=sys.stderr)
+    dn_s = dnsmos_scores(synth_wav)
+    dn_r = dnsmos_scores(real_wav)
+    metrics["dnsmos_synth"] = {k: mean_of(dn_s, k) for k in ("SIG", "BAK", "OVRL")}
+    metrics["dnsmos_real"] = {k: mean_of(dn_r, k) for k in ("SIG", "BAK", "OVRL")}
+    metrics["duration_s"] = {"synth_mean": float(np.mean([len(x) / SR for x in synth_wav.values()])),
+                             "real_mean": float(np.mean([len(x) / SR for x in real_wav.values()]))}
+
+    # 3. per-utterance table and per-tag table
+    hyp_s = read_text(a.asr_synth_text) if metrics.get("asr_synth") else {}
+    rows = ["utt_id\tspk\tdur_s\tSIM\tOVRL\tinput\tasr_synth\n"]
+    for u in utts:
+        rows.append(f"{u}\t{utt2spk.get(u, '')}\t{len(synth_wav[u]) / SR:.2f}\t"
+                    f"{metrics['speaker']['per_utt'].get(u, float('nan')):.3f}\t{dn_s[u]['OVRL']:.2f}\t"
+                    f"{refs[u]}\t{hyp_s.get(u, '-')}\n")
+    write_lines_atomic(os.path.join(a.out_dir, "per_utt.tsv"), rows)
+    if metrics.get("asr_synth"):
+        real_tab = metrics.get("asr_real", {}).get("per_tag", {}) if metrics.get("asr_real") else {}
+        lines = ["tag\trequested\tfound_synth\trecall_synth\tfound_real\trecall_real\n"]
+        for tag, r in metrics["asr_synth"]["per_tag"].items():
+            rr = real_tab.get(tag, {})
+            lines.append(f"{tag}\t{r['requested']}\t{r['found']}\t{r['recall']:.3f}\t"
+                         f"{rr.get('found', '-')}\t{rr.get('recall', float('nan')):.3f}\n")
+        write_lines_atomic(os.path.join(a.out_dir, "per_tag.tsv"), lines)
+
+    # 4. spectrograms with tag positions
+    try:
+        from pyutils.tts.plots import plot_examples
+
+        png = os.path.join(a.out_dir, "spectrograms.png")
+        plot_examples(png, utts[: a.n_plots], refs, real_wav, synth_wav, SR,
+                      events_path=os.path.join(a.real_dir, "events.jsonl"),
+                      tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
+        metrics["plot"] = "spectrograms.png"
+    except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
+        print(f"evaluate: WARNING: plot failed: {e!r}", file=sys.stderr)
+        metrics["plot"] = None
+
+    with open(os.path.join(a.out_dir, "metrics.json.tmp"), "w", encoding="utf-8") as f:
+        json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))
+    os.replace(os.path.join(a.out_dir, "metrics.json.tmp"), os.path.join(a.out_dir, "metrics.json"))
+    s = metrics["speaker"]
+    print(f"evaluate: SIM={s['SIM']:.3f} (real LOO {s['SIM_real_leave_one_out']:.3f}) "
+          f"OVRL={metrics['dnsmos_synth']['OVRL']:.2f} (real {metrics['dnsmos_real']['OVRL']:.2f}) "
+          f"FD={metrics['frechet']['FD']:.3f}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""RESULTS.md of the TTS recipe (stage 7) from the ``metrics.json`` of each test set.
+
+Each test set gets machine-checkable lines ``PCER: <value>`` and ``SIM: <value>``,
+a table synthesis vs real audio (the same NVV-ASR / encoders on the real test
+recordings, so a reader sees each tool's own error), and the per-tag table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import socket
+import sys
+from typing import List, Optional
+
+
+def _f(v, pct: bool = False, nd: int = 3) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "n/a"
+    return f"{100 * v:.1f} %" if pct else f"{v:.{nd}f}"
+
+
+def _train_summary(exp: str) -> List[str]:
+    lines = []
+    log = os.path.join(exp, "log", "train.log")
+    if os.path.isfile(log):
+        last = None
+        with open(log, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "epoch results" in line:
+                    last = line
+        if last:
+            m = re.search(r"(\d+)epoch results", last)
+            loss = re.search(r"\[train\].*? loss=([\d.]+)", last)
+            vloss = re.search(r"\[valid\].*? loss=([\d.]+)", last)
+            lines.append(f"- trained epochs: {m.group(1) if m else '?'}; last train loss "
+                         f"{loss.group(1) if loss else '?'}, valid loss {vloss.group(1) if vloss else '?'} "
+                         f"(`{log}`)")
+        acc = re.findall(r"# Accounting: time=(\d+)", open(log, encoding="utf-8", errors="replace").read())
+        if acc:
+            lines.append(f"- training wall time: {int(acc[-1])} s")
+    return lines
+
+
+def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        load = os.getloadavg()
+        load_s = f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+    except OSError:
+        load_s = "?"
+    out = [f"# NVV TTS results ({lang}, preset {preset})", "",
+           f"- experiment: `{exp}`; config: `{config}`",
+           f"- written {now} on `{socket.gethostname()}` with {os.cpu_count()} CPU cores, "
+           f"load average (1/5/15 min) {load_s}"]
+    out += _train_summary(exp)
+    out += ["- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder", ""]
+    for name, edir in sets:
+        path = os.path.join(edir, "metrics.json")
+        out.append(f"## {name}")
+        out.append("")
+        if not os.path.isfile(path):
+            out += [f"evaluation missing: `{path}` not found", "", "PCER: n/a", "SIM: n/a", ""]
+            continue
+        with open(path, encoding="utf-8") as f:
+            m = json.load(f)
+        a_s: Optional[dict] = m.get("asr_synth")
+        a_r: Optional[dict] = m.get("asr_real")
+        sp, fd = m["speaker"], m["frechet"]
+        pcer = _f(a_s["summary"]["PCER"]) if a_s else "not computed (no NVV-ASR model; see note)"
+        out += [f"PCER: {pcer}", f"SIM: {_f(sp['SIM'])}", ""]
+        out.append(f"{m['num_utterances']} utterances evaluated"
+                   + (f", {m['not_synthesised']} not synthesised" if m.get("not_synthesised") else "") + ".")
+        out.append("")
+        out += ["| metric | synthesis | real test audio (reference) | what |", "|---|---|---|---|"]
+        if a_s:
+            for key, what, pct in (("CER", "char error rate, tags removed (NV-Bench)", True),
+                                   ("WER", "word error rate, tags removed", True),
+                                   ("PCER", "error rate over the tag sequence (NV-Bench, micro)", True),
+                                   ("OCER", "error rate over words + atomic tags (NV-Bench)", True),
+                                   ("F1", "Track 1 tag F1 (position collar 2)", False),
+                                   ("mNTD", "Track 1 mean normalised tag-position distance", False),
+                                   ("Track1Score", "Track 1 score of the ASR output", False)):
+                if key not in a_s["summary"]:
+                    continue
+                ref = a_r["summary"].get(key) if a_r else None
+                out.append(f"| {key} | {_f(a_s['summary'][key], pct)} | {_f(ref, pct)} | {what} |")
+        else:
+            out.append("| CER / PCER / OCER / F1 / mNTD | not computed | not computed | no NVV-ASR model |")
+        out.append(f"| SIM | {_f(sp['SIM'])} | {_f(sp['SIM_real_leave_one_out'])} (leave-one-out) | "
+                   f"resemblyzer cosine to the speaker's real-audio centroid; synthesis vs OTHER speakers: "
+                   f"{_f(sp['SIM_synth_vs_other_speakers'])} |")
+        for k in ("SIG", "BAK", "OVRL"):
+            out.append(f"| DNSMOS {k} | {_f(m['dnsmos_synth'][k], nd=2)} | {_f(m['dnsmos_real'][k], nd=2)} | P.835 (speechmos) |")
+        out.append(f"| FD | {_f(fd['FD'])} | {_f(fd.get('FD_real_split_half'))} (real half vs half) | "
+                   f"Fréchet distance, {fd['embedding']}; half-size real vs synth: {_f(fd.get('FD_half_size'))} |")
+        out.append(f"| mean duration (s) | {_f(m['duration_s']['synth_mean'], nd=2)} | "
+                   f"{_f(m['duration_s']['real_mean'], nd=2)} | |")
+        out.append("")
+        if a_s:
+            out += ["Per tag (does the model realise it? recall of the tag in the NVV-ASR output, position not checked):", "",
+                    "| tag | requested | found in synthesis | recall synth | recall real (ASR ceiling) |",
+                    "|---|---|---|---|---|"]
+            real_tab = a_r["per_tag"] if a_r else {}
+            for tag, r in a_s["per_tag"].items():
+                if not r["requested"]:
+                    continue
+                rr = real_tab.get(tag, {})
+                out.append(f"| {tag} | {r['requested']} | {r['found']} | {_f(r['recall'], True)} | "
+                           f"{_f(rr.get('recall'), True)} |")
+            out.append("")
+        else:
+            out += [f"Note: {m.get('asr_note', 'no ASR')}. Train `egs/nvv_asr_{lang}` (`./run.sh` there) or pass "
+                    "`--asr_exp`, then rerun `./run.sh --stage 7`.", ""]
+        if m.get("plot"):
+            rel = os.path.relpath(os.path.join(edir, m["plot"]), os.path.dirname(os.path.abspath(exp)) if False else exp)
+            out += [f"Spectrograms with the requested tag spans: `{os.path.join(edir, m['plot'])}`"
+                    f" (per utterance: `{os.path.join(edir, 'per_utt.tsv')}`)", ""]
+    out += ["## Notes", "",
+            "- SIM, DNSMOS and FD use encoders shipped inside their wheels (offline): resemblyzer's "
+            "GE2E encoder, DNSMOS P.835 ONNX models.",
+            "- FD with a few dozen utterances and 256 dimensions is biased upwards (rank-deficient covariances); "
+            "compare with the real-vs-real split-half value, not with published FAD/FID numbers.",
+            "- ASR-based metrics use the NVV-ASR model of `egs/nvv_asr_<lang>`; its numbers on the real "
+            "test audio show the ASR's own error, the floor for the synthesis.", ""]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--exp", required=True)
+    p.add_argument("--config", default="")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--preset", default="default")
+    p.add_argument("--out", required=True)
+    p.add_argument("sets", nargs="+", help="NAME=EVAL_DIR (holding metrics.json)")
+    a = p.parse_args(argv)
+    sets = [tuple(s.split("=", 1)) for s in a.sets]
+    text = render(a.exp, a.config, a.lang, a.preset, sets)
+    with open(a.out + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(a.out + ".tmp", a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
