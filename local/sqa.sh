@@ -63,9 +63,9 @@ if [ $# -ne 0 ]; then
 fi
 
 model_dir=${exp_dir}/sqa_${tag}
-stats_file=${exp_dir}/sqa_stats/feats_stats.npz
+stats_file=${exp_dir}/sqa_stats_${tag}/feats_stats.npz
 all_sets="${train_set} ${dev_set} ${test_sets}"
-baseline_dir=${exp_dir}/sqa_baselines
+baseline_dir=${exp_dir}/sqa_baselines_${tag}
 real_corpus=${QUALISPEECH:-}
 mkdir -p "${exp_dir}"
 # wall time across resumed runs: seconds spent by earlier runs of this recipe (stage 0 resets it)
@@ -116,7 +116,12 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
-    if [ -f "${out}/.done" ]; then log "  ${s}: already dumped"; continue; fi
+    # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
+    sig="$(md5sum < "${data_dir}/${s}/wav.scp" | cut -d' ' -f1)"
+    if [ -f "${out}/.done" ] && [ "$(cat "${out}/.done")" = "${sig}" ]; then
+      log "  ${s}: already dumped"; continue
+    fi
+    rm -rf "${out}"
     mkdir -p "${out}/split${nj}" "${out}/log"
     # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
     n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
@@ -141,7 +146,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     fi
     [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
-    touch "${out}/.done"
+    echo "${sig}" > "${out}/.done"
   done
 fi
 
@@ -156,7 +161,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
   log "stage 4: non-learned baselines (silero-vad pauses, DNSMOS, energy noise)"
   for s in ${dev_set} ${test_sets}; do
     out=${baseline_dir}/${s}
-    if [ -f "${out}/.raw.done" ]; then continue; fi
+    if [ -f "${out}/.raw.done" ] && cmp -s "${out}/.raw.done" "${dump_dir}/${s}/.done"; then continue; fi
     mkdir -p "${out}/log"
     _nj=$(cat "${dump_dir}/${s}/nj")
     _opts=""; [ "${s}" = "${dev_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
@@ -164,7 +169,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
       python -m pyutils.sqa.baselines measure --wav-scp "${dump_dir}/${s}/wav.JOB.scp" \
         --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
     for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
-    touch "${out}/.raw.done"
+    cp "${dump_dir}/${s}/.done" "${out}/.raw.done"
   done
   ${decode_cmd} "${baseline_dir}/log/tune.log" \
     python -m pyutils.sqa.baselines tune --measures "${baseline_dir}/${dev_set}/measures.jsonl" \

@@ -196,6 +196,23 @@ def test_mntd_displacement_extra_and_missing():
     assert align.utterance_mntd([Event(0, 0, "x")], [Event(9, 0, "x")], 3) == 1.0
 
 
+def test_mntd_matches_plain_dp_on_random_events():
+    rng = random.Random(1)
+    for _ in range(3000):
+        n, m, length = rng.randint(1, 5), rng.randint(0, 5), rng.randint(0, 12)
+        tags = ["a", "b"] if rng.random() < 0.5 else ["a"]
+        refs = [Event(p, k, rng.choice(tags)) for k, p in enumerate(sorted(rng.randint(0, length) for _ in range(n)))]
+        preds = [Event(p, k, rng.choice(tags)) for k, p in enumerate(sorted(rng.randint(0, length) for _ in range(m)))]
+        expected = plain.mntd([(e.tag, e.position, e.order) for e in refs],
+                              [(e.tag, e.position, e.order) for e in preds], length)
+        assert align.utterance_mntd(refs, preds, length) == expected
+        if m:
+            total, ops = align.mntd_alignment(refs, preds, length)
+            assert max(0.0, min(1.0, total / max(n, m))) == expected
+            assert [g for op, g, _ in ops if g is not None] == refs
+            assert [p for op, _, p in ops if p is not None] == preds
+
+
 def test_mntd_only_over_utterances_with_reference_events():
     res = score_track1(
         [{"utt_id": "a", "language": "en", "text_with_nvvs": "x [laugh] y"},

@@ -7,18 +7,14 @@ protocol fixes the backtrace order "diagonal, then delete a reference unit,
 then insert a hypothesis unit". The mapping of tag positions depends on that
 order, so :func:`boundary_map` re-runs the DP with the protocol's tie-break.
 
-Speed: the DP only needs the cells that can lie on a minimum-edit path. With
-``d`` the edit distance (rapidfuzz) and ``c = n - m``, a cell ``(i, j)`` on such
-a path has ``dp[i][j] >= |i-j|`` and a remaining cost ``>= |c-(i-j)|``, so
-``|i-j| + |c-(i-j)| <= d``. Cells outside that band are set to infinity; band
-values are >= the true values and equal them on every optimal path, so each
-equality test of the backtrace gives the same answer as on the full matrix.
-A common *suffix* is matched diagonally by the backtrace (it starts at the
-end and prefers the diagonal), so it is trimmed first. A common *prefix* of
-length p cannot simply be cut (the backtrace may leave the diagonal inside
-it), but every cell with min(i, j) <= p has the closed-form value |i - j|, so
-the DP runs on the remainders only and the backtrace continues on the closed
-form (see ``_boundary_map_core``).
+Speed: a common *suffix* is matched diagonally by the backtrace (it starts
+at the end and prefers the diagonal), so it is trimmed first. A common
+*prefix* of length p cannot simply be cut (the backtrace may leave the
+diagonal inside it), but every cell with min(i, j) <= p has the closed-form
+value |i - j|, so the DP runs on the remainders only and the backtrace
+continues on the closed form. The remainder's DP is computed row by row as
+bit vectors of +1/-1 deltas (Hyyro's bit-parallel algorithm, the one rapidfuzz
+uses in C) on Python integers, and the backtrace reads the deltas.
 """
 
 from __future__ import annotations
@@ -28,9 +24,6 @@ from typing import List, Sequence, Tuple
 from rapidfuzz.distance import Levenshtein
 
 from pyutils.scoring.textnorm import Event
-
-_INF = 1 << 40
-
 
 def edit_distance(ref: Sequence, hyp: Sequence) -> int:
     """Unit-cost Levenshtein distance between two token sequences (rapidfuzz, C)."""
@@ -43,8 +36,8 @@ def boundary_map(ref: Sequence[int], hyp: Sequence[int], lowest: int = 0) -> Lis
     Minimum-edit alignment, backtrace from the end preferring diagonal, then
     deletion of a reference unit, then insertion of a hypothesis unit; walking
     the path forward, boundary j maps to the smallest reference boundary
-    visited while at j (the first one visited). Tokens must be comparable
-    with ``==`` (ints are fastest). ``lowest``: entries below this hypothesis
+    visited while at j (the first one visited). Tokens: any hashable values
+    compared with ``==`` (strings as they are). ``lowest``: entries below this hypothesis
     boundary are not needed (the backtrace may stop early; they are left 0).
     """
     n, m = len(ref), len(hyp)
@@ -81,36 +74,25 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int, lowes
     out[m] = n
     if p < top:
         rr, hh = r[p:], h[p:]
-        big_n, big_m = n - p, m - p
-        rows, k_hi, width = _banded_dp(rr, hh, big_n, big_m)
-        inf = _INF
+        a, b = n - p, m - p
+        v_pos, v_neg, h_pos, h_neg = _bit_parallel_deltas(rr, hh)
         # Backtrace in the remainder, in its coordinates a = i - p, b = j - p
-        # (a, b >= 1); band cell (a, b) is rows[a][b - a + k_hi]. out[j] is
-        # final once the path moves left of j, so it may stop below ``lowest``.
-        a, b = big_n, big_m
+        # (a, b >= 1), from the stored deltas:
+        #   dp[a][b] - dp[a-1][b-1] = v(a, b) + h(a-1, b),
+        #   dp[a][b] - dp[a-1][b]   = v(a, b).
+        # out[j] is final once the path moves left of j, so it may stop below ``lowest``.
         stop = lowest - p
         while a > 0 and b > 0 and b >= stop:
-            row = rows[a]
-            t = b - a + k_hi
-            v = row[t]
-            if a == 1 or b == 1:
-                diag = abs(a - b)
-            else:
-                diag = rows[a - 1][t]
-            if v == (diag if rr[a - 1] == hh[b - 1] else diag + 1):
+            bit = 1 << (b - 1)
+            v = 1 if v_pos[a] & bit else (-1 if v_neg[a] & bit else 0)
+            hv = 1 if h_pos[a - 1] & bit else (-1 if h_neg[a - 1] & bit else 0)
+            if v + hv == (0 if rr[a - 1] == hh[b - 1] else 1):
                 a -= 1
                 b -= 1
+            elif v == 1:
+                a -= 1
             else:
-                if a == 1:
-                    up = b  # dp[0][b]
-                elif t + 1 < width:
-                    up = rows[a - 1][t + 1]
-                else:
-                    up = inf
-                if v == up + 1:
-                    a -= 1
-                else:
-                    b -= 1  # the value came from one of the three moves
+                b -= 1  # the value came from one of the three moves
             out[b + p] = a + p
         i, j = a + p, b + p
     # Closed-form region: dp[i][j] = |i - j|. Diagonal when the tokens match
@@ -127,46 +109,37 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int, lowes
     return out
 
 
-def _banded_dp(r: Sequence[int], h: Sequence[int], n: int, m: int):
-    """Edit-distance rows restricted to the band of possible optimal paths.
+def _bit_parallel_deltas(r: Sequence, h: Sequence):
+    """Row-by-row deltas of the edit-distance matrix (Hyyro 2003 bit vectors).
 
-    Returns ``(rows, k_hi, width)``: ``rows[i][t]`` is dp[i][j] for
-    ``j = i - k_hi + t`` (0 <= t < width); cells off the band or outside the
-    matrix hold a large number. Row 0 is not used by the backtrace.
+    For row a (after a reference units) and column b >= 1, bit b-1 of
+    ``v_pos[a]`` / ``v_neg[a]`` says dp[a][b] - dp[a-1][b] is +1 / -1, and bit
+    b-1 of ``h_pos[a]`` / ``h_neg[a]`` says dp[a][b] - dp[a][b-1] is +1 / -1
+    (0 otherwise). Python integers hold any width, so each row costs a
+    dozen integer operations whatever the hypothesis length.
     """
-    d = Levenshtein.distance(r, h)
-    c = n - m
-    slack = (d - abs(c)) // 2
-    k_lo = min(0, c) - slack  # allowed diagonals k = i - j
-    k_hi = max(0, c) + slack
-    width = k_hi - k_lo + 1
-    inf = _INF
-    # row 0: dp[0][j] = j
-    prev = [j if 0 <= j <= m else inf for j in range(-k_hi, -k_hi + width)] + [inf]
-    rows = [prev]
-    for i in range(1, n + 1):
-        base = i - k_hi  # j of t = 0
-        cur = [inf] * (width + 1)
-        t_lo = 1 - base if base < 1 else 0
-        t_hi = m - base if m - base < width - 1 else width - 1
-        if 0 <= -base < width:
-            cur[-base] = i  # dp[i][0]
-        left = cur[t_lo - 1] if t_lo > 0 else inf
-        ri = r[i - 1]
-        for t in range(t_lo, t_hi + 1):
-            v = prev[t]
-            if ri != h[base + t - 1]:
-                v += 1
-            up = prev[t + 1]
-            if up < v - 1:
-                v = up + 1
-            if left < v - 1:
-                v = left + 1
-            cur[t] = v
-            left = v
-        rows.append(cur)
-        prev = cur
-    return rows, k_hi, width
+    m = len(h)
+    full = (1 << m) - 1
+    peq = {}
+    for k, tok in enumerate(h):
+        peq[tok] = peq.get(tok, 0) | (1 << k)
+    vp, vn = full, 0  # row 0: dp[0][b] = b, every horizontal delta +1
+    v_pos, v_neg, h_pos, h_neg = [0], [0], [vp], [vn]
+    get = peq.get
+    for tok in r:
+        x = get(tok, 0)
+        d0 = ((((x & vp) + vp) ^ vp) | x | vn) & full
+        hp = (vn | ~(d0 | vp)) & full   # vertical deltas of this row (bit b-1)
+        hn = d0 & vp
+        v_pos.append(hp)
+        v_neg.append(hn)
+        hp = ((hp << 1) | 1) & full
+        hn = (hn << 1) & full
+        vp = (hn | ~(d0 | hp)) & full  # horizontal deltas of this row
+        vn = hp & d0
+        h_pos.append(vp)
+        h_neg.append(vn)
+    return v_pos, v_neg, h_pos, h_neg
 
 
 def match_events_f1(refs: Sequence[Event], preds: Sequence[Event], collar: int) -> List[Tuple[Event, Event]]:
@@ -240,11 +213,11 @@ def count_matches_f1(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: in
     return tp
 
 
-def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int, want_ops: bool = True):
+def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int):
     """Monotone event alignment of mNTD; returns (total cost, ops).
 
-    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order
-    (None when ``want_ops`` is false). Same-tag pair cost min(|p-g|/L, 1) with
+    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order.
+    Same-tag pair cost min(|p-g|/L, 1) with
     L = max(ref_length, 1); different tags, unmatched reference, unmatched
     prediction cost 1. Ties (within 1e-12) prefer diagonal, then skipping a
     reference, then a prediction -- the same float operations in the same
@@ -255,7 +228,7 @@ def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
     n, m = len(refs), len(preds)
     denom = max(ref_length, 1)
     prev = [float(j) for j in range(m + 1)]
-    acts = [["P"] * (m + 1)] if want_ops else None
+    acts = [["P"] * (m + 1)]
     for i in range(1, n + 1):
         g = refs[i - 1]
         g_tag, g_pos = g.tag, g.position
@@ -280,11 +253,8 @@ def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
             cur[j] = best
             act[j] = "R" if best_pr == 2 else ("P" if best_pr == 1 else "M")
         prev = cur
-        if want_ops:
-            acts.append(act)
+        acts.append(act)
     total = prev[m]
-    if not want_ops:
-        return total, None
     ops = []
     i, j = n, m
     while i > 0 or j > 0:
@@ -317,5 +287,33 @@ def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
         if g.tag != p.tag:
             return 1.0
         return max(0.0, min(1.0, min(abs(g.position - p.position) / max(ref_length, 1), 1.0)))
-    total, _ = mntd_alignment(refs, preds, ref_length, want_ops=False)
-    return max(0.0, min(1.0, total / max(n, m)))
+    return max(0.0, min(1.0, _mntd_cost(refs, preds, max(ref_length, 1)) / max(n, m)))
+
+
+def _mntd_cost(refs: Sequence[Event], preds: Sequence[Event], denom: int) -> float:
+    """Cost of :func:`mntd_alignment` without the path (events already in
+    (position, order) order: text order, mapped by a monotone boundary map)."""
+    m = len(preds)
+    prev = [float(j) for j in range(m + 1)]
+    ptags = [p.tag for p in preds]
+    ppos = [p.position for p in preds]
+    for i, g in enumerate(refs, start=1):
+        g_tag, g_pos = g.tag, g.position
+        left = float(i)
+        cur = [left]
+        for j in range(1, m + 1):
+            if g_tag == ptags[j - 1]:
+                pair = min(abs(g_pos - ppos[j - 1]) / denom, 1.0)
+            else:
+                pair = 1.0
+            best = prev[j] + 1.0          # skip the reference (priority 2)
+            c = left + 1.0                # skip the prediction (priority 1)
+            if c < best - 1e-12:
+                best = c
+            c = prev[j - 1] + pair        # diagonal (priority 3)
+            if c < best - 1e-12 or abs(c - best) <= 1e-12:
+                best = c
+            cur.append(best)
+            left = best
+        prev = cur
+    return prev[m]

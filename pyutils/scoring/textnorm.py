@@ -239,7 +239,20 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
     else:
         tags = [canonical_tag(label, inventory) for label in pieces[1::2]]
     if language == "zh":
-        parts = _nfkc_fast(body).lower().translate(_DROP_KEEP_MARKER).split(_MARKER)
+        units = _nfkc_fast(body).lower().translate(_DROP_KEEP_MARKER)
+        parts = units.split(_MARKER)
+        if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
+            return parse_tagged_segments(text, language, inventory)
+        # one character per unit: the k-th marker sits at index pos_k + k
+        tagged_list = list(units)
+        events: List[Event] = []
+        new = tuple.__new__
+        pos = 0
+        for k, tag in enumerate(tags):
+            pos += len(parts[k])
+            events.append(new(Event, (pos, k, tag)))
+            tagged_list[pos + k] = f"[{tag}]"
+        return new(Parsed, (tuple("".join(parts)), tuple(tagged_list), tuple(events)))
     else:
         body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
         findall = EN_WORD_RE.findall

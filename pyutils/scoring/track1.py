@@ -63,9 +63,13 @@ def load_reference_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Opt
     """Validate reference rows -> {utt_id: (language, text, line, Parsed)}."""
     out: Dict[str, Tuple[str, str, int, Parsed]] = {}
     for line, obj in rows:
-        utt_id = require_field(obj, "utt_id", path, line, nonempty=True).strip()
-        lang_raw = require_field(obj, "language", path, line)
-        text = require_field(obj, "text_with_nvvs", path, line)
+        utt_id, lang_raw, text = obj.get("utt_id"), obj.get("language"), obj.get("text_with_nvvs")
+        if type(utt_id) is not str or type(lang_raw) is not str or type(text) is not str or not utt_id.strip():
+            # slow path only to name the problem
+            require_field(obj, "utt_id", path, line, nonempty=True)
+            require_field(obj, "language", path, line)
+            text = require_field(obj, "text_with_nvvs", path, line)
+        utt_id = utt_id.strip()
         lang = lang_raw.strip().lower()
         if lang not in LANGUAGES:
             raise ScoringError("INVALID_LANGUAGE", f"language must be 'en' or 'zh', got {lang_raw!r}", path, line)
@@ -84,8 +88,11 @@ def load_submission_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Op
     """Validate submission rows (fields, duplicates) -> {utt_id: (text, line)}."""
     out: Dict[str, Tuple[str, int]] = {}
     for line, obj in rows:
-        utt_id = require_field(obj, "utt_id", path, line, nonempty=True).strip()
-        text = require_field(obj, "text_with_nvvs", path, line)
+        utt_id, text = obj.get("utt_id"), obj.get("text_with_nvvs")
+        if type(utt_id) is not str or type(text) is not str or not utt_id.strip():
+            require_field(obj, "utt_id", path, line, nonempty=True)
+            text = require_field(obj, "text_with_nvvs", path, line)
+        utt_id = utt_id.strip()
         if utt_id in out:
             raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {out[utt_id][1]})",
                                path, line)
@@ -150,13 +157,17 @@ class _LangAccumulator:
         if not hyp.events or same_lexical:
             mapped = hyp.events
         else:
-            bmap = align.boundary_map(self._codes(ref.lexical), self._codes(hyp.lexical),
-                                      hyp.events[0].position)
+            bmap = align.boundary_map(ref.lexical, hyp.lexical, hyp.events[0].position)
             new = tuple.__new__
             mapped = tuple([new(Event, (bmap[e.position], e.order, e.tag)) for e in hyp.events])
         # 3) per-tag matching (positions are already sorted: both event lists
         #    are in text order and the boundary map is monotone).
         n_ref, n_hyp = len(ref_events), len(mapped)
+        if not n_ref and not n_hyp:
+            if self.keep_details:
+                self.details.append({"utt_id": utt_id, "language": self.language, "ref": ref, "hyp": hyp,
+                                     "mapped": mapped, "edits": edits, "mNTD": None})
+            return
         per_tag = self.per_tag
         conf = self.confusion
         utt_tp = 0

@@ -30,7 +30,7 @@ def predict(model, mean, std, feats: np.ndarray, duration: float) -> dict:
     """One utterance: (T, F) features -> frame_probs (N, 3), utt_probs (3,), score."""
     n = num_grid_frames(duration)
     with torch.no_grad():
-        x = (torch.from_numpy(np.asarray(feats, dtype=np.float32))[None] - mean) / std
+        x = (torch.from_numpy(np.array(feats, dtype=np.float32))[None] - mean) / std
         out = model(x, torch.tensor([x.shape[1]]))
         probs = torch.sigmoid(fit_length(out["frame_logits"], n))[0].numpy()
         utt = torch.sigmoid(out["utt_logits"])[0].numpy()

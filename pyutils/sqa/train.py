@@ -126,7 +126,8 @@ def train(args) -> int:
 
     augmenter = make_augmenter() if cfg["augment_prob"] > 0 else None
     d = args.train_dir
-    train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, f"{d}/wav.scp",
+    wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
+    train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"])
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref)
     if len(train_set) == 0:

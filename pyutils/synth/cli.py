@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import List
 
-from pyutils.synth.io import read_jsonl, write_jsonl, write_text
+from pyutils.synth.io import read_jsonl, write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
 
 FORMAT_VERSION = 1

@@ -14,7 +14,6 @@ without punctuation.
 from __future__ import annotations
 
 import os
-import re
 import unicodedata
 from typing import Dict, List
 

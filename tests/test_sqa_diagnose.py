@@ -1,0 +1,115 @@
+"""chorus-sqa on a tiny untrained-but-saved model, and bad audio handling."""
+
+import json
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.sqa.common import FAULTS
+from pyutils.sqa.model import ModelConfig, SQAModel, save_model
+
+SR = 16000
+
+
+def _model_dir(tmp_path, threshold):
+    import torch
+
+    torch.manual_seed(0)
+    d = tmp_path / "exp"
+    d.mkdir()
+    model = SQAModel(ModelConfig(input_dim=80, conv_channels=8, rnn_hidden=4, rnn_layers=1))
+    save_model(str(d / "model.pt"), model, {"mean": np.zeros(80, np.float32), "std": np.ones(80, np.float32)})
+    prm = {"median": 1, "threshold": threshold, "merge_gap": 0.0, "min_dur": 0.0, "utt_threshold": 0.0}
+    (d / "postproc.json").write_text(json.dumps({"params": {f: prm for f in FAULTS}}))
+    return d
+
+
+def _audio_dir(tmp_path):
+    a = tmp_path / "audio"
+    a.mkdir()
+    rng = np.random.default_rng(0)
+    sf.write(a / "good.wav", 0.1 * rng.standard_normal(SR * 2), SR)           # 2 s
+    sf.write(a / "stereo44k.flac", 0.1 * rng.standard_normal((44100, 2)), 44100)
+    sf.write(a / "short.wav", np.zeros(160), SR)                              # 10 ms
+    sf.write(a / "empty.wav", np.zeros(0), SR)
+    (a / "broken.wav").write_bytes(b"RIFF not really a wav")
+    return a
+
+
+def test_diagnose_prints_findings_and_skips_bad_files(tmp_path, capsys):
+    from pyutils.sqa.diagnose import main
+
+    # threshold 0: every frame is "faulty", so each fault spans the whole file
+    rc = main(["--model", str(_model_dir(tmp_path, 0.0)), str(_audio_dir(tmp_path))])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "good.wav: score " in out and "/ 5 (2.00 s)" in out
+    assert "noise 0.00–2.00 s" in out and "pause 0.00–2.00 s" in out
+    assert "stereo44k.flac: score" in out and "(1.00 s)" in out
+    assert "diagnosed 2 file(s), skipped 3" in err
+    for name in ("short.wav", "empty.wav", "broken.wav"):
+        assert name in err
+
+
+def test_diagnose_json_and_no_findings(tmp_path, capsys):
+    from pyutils.sqa.diagnose import main
+
+    audio = _audio_dir(tmp_path)
+    rc = main(["--model", str(_model_dir(tmp_path, 1.01)), "--json", str(audio / "good.wav")])
+    out, _ = capsys.readouterr()
+    row = json.loads(out.strip())
+    assert rc == 0 and row["faults"] == {f: [] for f in FAULTS} and 1.0 <= row["score"] <= 5.0
+
+
+def test_diagnose_fails_clearly_without_model(tmp_path):
+    from pyutils.sqa.diagnose import main
+
+    with pytest.raises(SystemExit, match="no model.pt"):
+        main(["--model", str(tmp_path), str(_audio_dir(tmp_path) / "good.wav")])
+
+
+def test_dump_skips_bad_audio_with_a_count(tmp_path):
+    pytest.importorskip("kaldiio")
+    from pyutils.sqa.features import dump
+
+    audio = _audio_dir(tmp_path)
+    scp = tmp_path / "wav.scp"
+    names = ["broken", "empty", "good", "missing", "short", "stereo44k"]
+    paths = {n: audio / (n + (".flac" if n == "stereo44k" else ".wav")) for n in names}
+    scp.write_text("".join(f"{n} {paths[n]}\n" for n in names))
+    out = tmp_path / "dump"
+    n_bad = dump(str(scp), str(out), "1", n_mels=80)
+    assert n_bad == 4
+    bad = (out / "bad.1").read_text().splitlines()
+    assert [b.split()[0] for b in bad] == ["broken", "empty", "missing", "short"]
+    assert "too short" in (out / "bad.1").read_text() and "empty" in (out / "bad.1").read_text()
+    ok = (out / "feats.1.scp").read_text().split()
+    assert ok[0] == "good" and ok[2] == "stereo44k"
+    # the 44.1 kHz stereo file was resampled to a 16 kHz mono copy
+    wavs = dict(line.split() for line in (out / "wav.1.scp").read_text().splitlines())
+    info = sf.info(wavs["stereo44k"])
+    assert info.samplerate == SR and info.channels == 1
+    assert wavs["good"] == str(paths["good"])
+
+
+def test_infer_writes_fallback_rows_for_skipped_recordings(tmp_path, capsys):
+    pytest.importorskip("kaldiio")
+    from pyutils.sqa.features import dump
+    from pyutils.sqa.infer import main as infer_main
+
+    audio = _audio_dir(tmp_path)
+    scp = tmp_path / "wav.scp"
+    scp.write_text(f"a {audio / 'good.wav'}\nb {audio / 'broken.wav'}\n")
+    out = tmp_path / "dump"
+    assert dump(str(scp), str(out), "1") == 1
+    (out / "feats.scp").write_text((out / "feats.1.scp").read_text())
+    (out / "utt2dur").write_text((out / "utt2dur.1").read_text())
+    model = _model_dir(tmp_path, 0.5)
+    rc = infer_main(["--model-dir", str(model), "--data-dir", str(out), "--outdir", str(tmp_path / "inf"),
+                     "--postproc", str(model / "postproc.json"), "--all-ids", str(scp)])
+    assert rc == 0
+    rows = [json.loads(x) for x in (tmp_path / "inf" / "hyp.jsonl").read_text().splitlines()]
+    assert [r["utt_id"] for r in rows] == ["a", "b"]
+    assert rows[1] == {"utt_id": "b", "score": 3.0, "faults": {f: [] for f in FAULTS}}
+    assert "1 recordings had no features" in capsys.readouterr().out

@@ -1,0 +1,51 @@
+"""A two-epoch training run on a handful of synthetic feature files (seconds)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pyutils.sqa.common import FAULTS
+
+
+def test_train_loop_learns_and_saves(tmp_path):
+    kaldiio = pytest.importorskip("kaldiio")
+    from pyutils.sqa.train import main
+
+    rng = np.random.default_rng(0)
+    d = tmp_path / "dump"
+    d.mkdir()
+    refs, durs = [], []
+    with kaldiio.WriteHelper(f"ark,scp:{d}/feats.ark,{d}/feats.scp") as w:
+        for i in range(8):
+            f = rng.standard_normal((101, 16)).astype(np.float32)
+            faults = {f_: [] for f_ in FAULTS}
+            if i % 2:
+                f[40:80] += 4.0                  # a loud "noise" band, frames 20-40 at 20 ms
+                faults["noise"] = [[0.4, 0.8]]
+            w(f"u{i}", f)
+            refs.append({"utt_id": f"u{i}", "score": 2.0 if i % 2 else 4.0, "faults": faults})
+            durs.append(f"u{i} 1.0")
+    (d / "utt2dur").write_text("\n".join(durs) + "\n")
+    (d / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    np.savez(tmp_path / "stats.npz", mean=np.zeros(16, np.float32), std=np.ones(16, np.float32))
+    (tmp_path / "cfg.yaml").write_text("model: {conv_channels: 8, rnn_hidden: 8, rnn_layers: 1}\n"
+                                       "epochs: 2\nbatch_size: 4\nnum_workers: 0\n")
+    out = tmp_path / "exp"
+    args = ["--config", str(tmp_path / "cfg.yaml"), "--train-dir", str(d), "--train-ref", str(d / "ref.jsonl"),
+            "--dev-dir", str(d), "--dev-ref", str(d / "ref.jsonl"), "--stats", str(tmp_path / "stats.npz"),
+            "--outdir", str(out)]
+    assert main(args) == 0
+    log = (out / "train_log.tsv").read_text().splitlines()
+    assert len(log) == 3 and (out / "model.pt").exists() and (out / "last.pt").exists()
+    # resuming a finished run does no more epochs and keeps the log
+    assert main(args + ["--resume"]) == 0
+    assert len((out / "train_log.tsv").read_text().splitlines()) == 3
+
+
+def test_unknown_config_key_is_an_error(tmp_path):
+    from pyutils.sqa.train import load_config
+
+    (tmp_path / "c.yaml").write_text("epochz: 3\n")
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_config(str(tmp_path / "c.yaml"))
