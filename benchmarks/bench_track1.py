@@ -14,6 +14,7 @@ the ratio (goal: >= 5x).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -40,6 +41,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="best of R interleaved runs for each implementation")
     ap.add_argument("--error-rate", type=float, default=0.08)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--with-gc-share", action="store_true",
+                    help="also time the scorer with the cyclic GC left on (shows what pausing it brings)")
     args = ap.parse_args()
 
     challenge_tags()  # load conf/nvv_tags.yaml once, outside the timings
@@ -65,6 +68,16 @@ def main() -> int:
     print(f"{'plain reference':20s} {plain_w:9.3f} {plain_c:9.3f} {1e6 * plain_c / args.utts:11.1f}")
     print(f"speed-up: {plain_c / fast_c:.2f}x CPU time, {plain_w / fast_w:.2f}x wall time (goal >= 5x; "
           f"best of {args.repeat} interleaved runs each)")
+    if args.with_gc_share:
+        # How much of the speed-up is the paused cyclic GC (see track1._cyclic_gc_paused)?
+        import pyutils.scoring.track1 as t1
+        saved = t1._cyclic_gc_paused
+        t1._cyclic_gc_paused = contextlib.nullcontext
+        try:
+            gc_c = min(timed(lambda: score_track1(ref, hyp))[1] for _ in range(args.repeat))
+        finally:
+            t1._cyclic_gc_paused = saved
+        print(f"with the cyclic GC left on: {gc_c:.3f} s CPU -> {plain_c / gc_c:.2f}x")
     return 0
 
 

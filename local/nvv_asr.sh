@@ -8,15 +8,18 @@
 # exp/ or dump/. ESPnet runs only as `python -m espnet2.bin.*`; the time those
 # commands take vs the whole run (the recipe overhead) is printed at the end.
 set -euo pipefail
+# The whole script is one { ... } block, parsed before it runs: editing this file while
+# a long run is going cannot change (or break) that run.
+{
 
 log() {
   local fname=${BASH_SOURCE[1]##*/}
   echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
 }
 min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
-SECONDS=0
-_cmdline="$0 $*"
-_run_t0=$(date +%s.%N)
+  SECONDS=0
+  _cmdline="$0 $*"
+  _run_t0=$(date +%s.%N)
 
 # ---------------------------------------------------------------- options
 # General
@@ -42,7 +45,7 @@ corpora=auto             # real corpora (db.sh names, e.g. "NVBENCH MNV17"); aut
 unmapped=drop_tag        # chorus-prep policy for source labels without a challenge tag: drop_tag|keep_text|drop_utt
 train_set=train          # training data dir name under datadir
 valid_set=dev            # validation data dir name
-test_sets="dev test"     # data dirs to decode (and score when they have a text file)
+test_sets=auto           # data dirs to decode (and score when they have a text file); auto: "dev test" ("test" for --preset ci)
 package_sets=test        # test sets to package as Track 1 submissions (stage 8)
 fs=16000                 # sampling rate of the dumped audio
 min_wav_duration=0.1     # drop shorter training/validation utterances (s)
@@ -114,6 +117,11 @@ _ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2) 
 [ "${nj}" = auto ] && nj=$(min "${_ncpu}" 8)
 [ -z "${inference_nj}" ] && inference_nj=${nj}
 [ "${train_threads}" = auto ] && train_threads=${_ncpu}
+_auto_tests=false
+if [ "${test_sets}" = auto ]; then
+  _auto_tests=true
+  if [ "${preset}" = ci ]; then test_sets=test; else test_sets="dev test"; fi
+fi
 
 # Real corpora named in db.sh (training data) and the official Track 1 test set.
 _db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)
@@ -156,7 +164,15 @@ bpeprefix=${token_dir}/bpe
 bpemodel=${bpeprefix}.model
 token_list=${token_dir}/tokens.txt
 nlsyms_txt=${token_dir}/nlsyms.txt
-asr_stats_dir=${expdir}/asr_stats_raw_${lang}_$(basename "${token_dir}")
+# Feature statistics depend on the front-end settings: their hash is part of the name,
+# so a config with another front-end never reuses stale stats.
+_fe_hash=$(python3 -c 'import sys, yaml, hashlib, json
+try:
+    c = yaml.safe_load(open(sys.argv[1])) or {}
+except OSError:
+    c = {}
+print(hashlib.md5(json.dumps([c.get("frontend"), c.get("frontend_conf")], sort_keys=True).encode()).hexdigest()[:6])' "${asr_config}")
+asr_stats_dir=${expdir}/asr_stats_raw_$(basename "${token_dir}")_fe${_fe_hash}
 
 timing_tsv=${expdir}/timing.tsv
 run_id=$(date +%Y%m%dT%H%M%S)_$$
@@ -238,7 +254,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances"
     done
   else
-    log "stage 1: data prep of ${corpora} with conf/nvv_tags.yaml (--unmapped ${unmapped})"
+    log "stage 1: data prep of ${corpora} with conf/nvv_tags.yaml (--unmapped ${unmapped}), lang=${lang}"
     _trains=() _devs=() _tests=()
     for c in ${corpora}; do
       _name=$(echo "${c}" | tr '[:upper:]' '[:lower:]')
@@ -247,21 +263,38 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
         log "  ${_out} done, skipping"
       else
         mkdir -p "${_out}"
-        chorus-prep "${_name}" --src "${!c}" --out "${_out}" --lang "${lang}" --unmapped "${unmapped}" \
+        # chorus-prep prints its counts (mapped/dropped labels and utterances); kept in prep.log.
+        chorus-prep "${_name}" --src "${!c}" --out "${_out}" --unmapped "${unmapped}" --nj "${nj}" \
           2>&1 | tee "${_out}/prep.log"
         touch "${_out}/.done"
       fi
       for d in "${_out}"/*/; do
         d=${d%/}; [ -f "${d}/wav.scp" ] || continue
-        case "$(basename "${d}")" in
-          *train*) _trains+=("${d}") ;;
-          *dev*|*valid*) _devs+=("${d}") ;;
-          *test*) _tests+=("${d}") ;;
-          *) _trains+=("${d}") ;;
+        # Keep this recipe's language only (utt2lang written by chorus-prep).
+        _sel=${d}
+        if [ -f "${d}/utt2lang" ]; then
+          awk -v l="${lang}" '$2 == l { print $1 }' "${d}/utt2lang" > "${d}/.utts_${lang}"
+          _nsel=$(nlines "${d}/.utts_${lang}")
+          if [ "${_nsel}" -eq 0 ]; then continue; fi
+          if [ "${_nsel}" -lt "$(nlines "${d}/wav.scp")" ]; then
+            _sel=${d}_${lang}
+            utils/subset_data_dir.sh --utt-list "${d}/.utts_${lang}" "${d}" "${_sel}"
+          fi
+        fi
+        _base=$(basename "${d}")
+        if [ "${c}" = NVBENCH ]; then
+          # NV-Bench is an evaluation benchmark: its subsets are test sets.
+          _tests+=("${_sel}"); continue
+        fi
+        case "${_base}" in
+          *train*) _trains+=("${_sel}") ;;
+          *dev*|*valid*|*val) _devs+=("${_sel}") ;;
+          *test*|*eval*) _tests+=("${_sel}") ;;
+          *) _trains+=("${_sel}") ;;
         esac
       done
     done
-    [ ${#_trains[@]} -gt 0 ] || { echo "$0: chorus-prep produced no training data dir under ${datadir}/local" >&2; exit 1; }
+    [ ${#_trains[@]} -gt 0 ] || { echo "$0: no ${lang} training data among ${corpora} (data/local/*)" >&2; exit 1; }
     utils/combine_data.sh "${datadir}/${train_set}" "${_trains[@]}"
     if [ ${#_devs[@]} -gt 0 ]; then
       utils/combine_data.sh "${datadir}/${valid_set}" "${_devs[@]}"
@@ -269,9 +302,14 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       log "  no dev split in the corpora: holding out 5 % of training as ${valid_set}"
       python -m pyutils.asr.holdout --fraction 0.05 "${datadir}/${train_set}" "${datadir}/${valid_set}"
     fi
-    [ ${#_tests[@]} -gt 0 ] && utils/combine_data.sh "${datadir}/test" "${_tests[@]}"
+    if [ ${#_tests[@]} -gt 0 ]; then utils/combine_data.sh "${datadir}/test" "${_tests[@]}"; fi
     for s in ${train_set} ${valid_set} test; do
-      [ -f "${datadir}/${s}/wav.scp" ] && log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances"
+      if [ -f "${datadir}/${s}/wav.scp" ]; then
+        log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances; tags: $(python -c 'import sys
+from pyutils.asr.tags_text import tag_counts
+c = tag_counts(l.split(maxsplit=1)[1] if " " in l.strip() else "" for l in open(sys.argv[1], encoding="utf-8"))
+print(", ".join(f"{k}={v}" for k, v in c.items() if v) or "none")' "${datadir}/${s}/text" 2>/dev/null || echo "?")"
+      fi
     done
   fi
   if [ -n "${NVV_TRACK1_TEST:-}" ]; then
@@ -279,7 +317,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
     log "stage 1: official Track 1 test set ${NVV_TRACK1_TEST} -> ${datadir}/${_t1set} (no references)"
     if [ ! -f "${_t1}/.done" ]; then
       mkdir -p "${_t1}"
-      chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" 2>&1 | tee "${_t1}/prep.log"
+      chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" --lang "${lang}" 2>&1 | tee "${_t1}/prep.log"
       touch "${_t1}/.done"
     fi
     [ -d "${_t1}/test_${lang}" ] || { echo "$0: ${_t1}/test_${lang} missing after chorus-prep track1_test" >&2; exit 1; }
@@ -295,6 +333,9 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   _sets=$(echo "${_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
   for dset in ${_sets}; do
     _src=${datadir}/${dset}
+    if [ ! -f "${_src}/wav.scp" ] && [ "${_auto_tests}" = true ] && [[ " ${test_sets} " == *" ${dset} "* ]]; then
+      log "  WARNING: no ${_src} (the corpora have no such split): not decoded"; continue
+    fi
     [ -f "${_src}/wav.scp" ] || { echo "$0: ${_src}/wav.scp not found" >&2; exit 1; }
     if [ "${dset}" = "${train_set}" ] || [ "${dset}" = "${valid_set}" ]; then
       _out=${dumpdir}/raw/org/${dset}; _onerr=fail; _mindur=0
@@ -455,6 +496,9 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     _data=${dumpdir}/raw/${dset}
     _dir=${decode_root}/${dset}
     _logdir=${_dir}/logdir
+    if [ ! -f "${_data}/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/${dset}/wav.scp" ]; then
+      log "  WARNING: no ${datadir}/${dset}: not decoded"; continue
+    fi
     [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
     cp "${inference_config}" "${_dir}/decode_config.yaml"
@@ -490,6 +534,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
   _scored=()
   for dset in ${test_sets}; do
     _dir=${decode_root}/${dset}
+    [ -f "${_dir}/text" ] || { log "  ${dset}: not decoded, not scored"; continue; }
     if [ ! -f "${datadir}/${dset}/text" ]; then
       log "  ${dset}: no reference text, not scored"; continue
     fi
@@ -550,3 +595,5 @@ if [ -s "${timing_tsv}" ] && grep -q "^${run_id}	" "${timing_tsv}"; then
     | while read -r line; do log "${line}"; done
 fi
 log "successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"
+exit 0
+}

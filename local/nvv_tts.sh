@@ -21,7 +21,6 @@ log() {
   local fname=${BASH_SOURCE[1]##*/}
   echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
 }
-SECONDS=0
 
 # ---------------------------------------------------------------- options
 stage=0                 # first stage to run
@@ -32,19 +31,22 @@ nj=2                    # parallel jobs (data, stats, synthesis)
 ngpu=0                  # GPUs for training (0 = CPU)
 gpu_inference=false     # synthesise on GPU
 corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read paths from db.sh)
-corpus_dir=             # where stage 0 writes the corpus (default: corpus/<corpus>_<lang>)
+corpus_dir=             # corpus location (default: corpus/nvv_<lang>_<preset>, or the identical one of ../nvv_asr_<lang>)
 data_dir=data           # Kaldi data dirs
 dump_dir=dump           # dumped, tokenised data
 exp_dir=exp             # experiments
-train_set=              # training data dir name under data_dir (default: train_<lang>)
+train_set=              # training data dir name under data_dir (default: train_<lang>[_<preset> unless default])
 valid_set=              # validation data dir name (default: dev_<lang>)
 test_sets=              # space-separated test data dir names (default: test_<lang>)
+valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default per preset)
+test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default per preset)
+train_threads=2         # torch threads of the (single) training job
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
 tts_config=             # training config (default per preset, see below)
 tts_exp=                # experiment dir (default: exp/tts_<lang>_<config name>)
-tts_stats_dir=          # statistics dir (default: exp/tts_stats_<lang>_<token_type>)
+tts_stats_dir=          # statistics dir (default: exp/tts_stats_<lang>_<token_type>_<feats>)
 train_args=             # extra arguments for the ESPnet trainer, e.g. "--max_epoch 50"
 use_sid=true            # condition on speaker ids (utt2sid from train speakers)
 use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embed.scp (kaldi_ark) given by the caller
@@ -56,18 +58,20 @@ infer_spk=              # voice (train speaker) for --infer_jsonl rows (default:
 asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
 eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
+copy_results=true       # stage 7: copy RESULTS.md into the recipe dir after a --preset default run
 help_message="Usage: $0 [options]
 NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh).
 Examples:
   ./run.sh                                  # mini English corpus, default preset
   ./run.sh --lang zh                        # Mandarin
   ./run.sh --preset ci                      # whole recipe in a few minutes
-  ./run.sh --stage 6 --infer_jsonl track2_input.jsonl --infer_spk enspk0
+  ./run.sh --stage 6 --infer_jsonl track2_input.jsonl --infer_spk en_s00
   ./run.sh --tts_config conf/tuning/train_vits.yaml --ngpu 1"
 
 . ./path.sh
 . ./cmd.sh
 . utils/parse_options.sh
+SECONDS=0
 
 if [ $# -ne 0 ]; then
   echo "${help_message}" >&2
@@ -77,16 +81,31 @@ fi
 
 # ---------------------------------------------------------------- presets
 case "${preset}" in
-  ci)      synth_preset=ci;      _cfg=conf/train_tacotron2_ci.yaml ;;
-  default) synth_preset=default; _cfg=conf/train_tacotron2_mini.yaml ;;
-  large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml ;;
+  ci)      synth_preset=ci;      _cfg=conf/train_tacotron2_ci.yaml;   _nv=10; _nt=8 ;;
+  default) synth_preset=default; _cfg=conf/train_tacotron2_mini.yaml; _nv=30; _nt=36 ;;
+  large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 1 ;;
 esac
 : "${tts_config:=${_cfg}}"
-: "${train_set:=train_${lang}}"
-: "${valid_set:=dev_${lang}}"
-: "${test_sets:=test_${lang}}"
-: "${corpus_dir:=corpus/${corpus}_${lang}}"
+: "${valid_max_utts:=${_nv}}"
+: "${test_max_utts:=${_nt}}"
+# non-default presets get their own set names, so a CI run never overwrites a default run
+_sfx=""; [ "${preset}" != default ] && _sfx="_${preset}"
+: "${train_set:=train_${lang}${_sfx}}"
+: "${valid_set:=dev_${lang}${_sfx}}"
+: "${test_sets:=test_${lang}${_sfx}}"
+if [ -z "${corpus_dir}" ]; then
+  if [ "${corpus}" = mini ]; then
+    corpus_dir=corpus/nvv_${lang}_${synth_preset}
+    # the NVV-ASR recipe generates the very same corpus (same command, preset and seed): reuse it
+    _asr_corpus=../nvv_asr_${lang}/corpus/nvv_${lang}_${synth_preset}
+    if [ ! -f "${corpus_dir}/.done" ] && [ -f "${_asr_corpus}/.done" ]; then
+      corpus_dir=${_asr_corpus}
+    fi
+  else
+    corpus_dir=corpus/${corpus}_${lang}
+  fi
+fi
 if [ -z "${tts_task}" ]; then
   case "$(basename "${tts_config}")" in
     *vits*|*joint*|*gan*) tts_task=gan_tts ;;
@@ -96,14 +115,13 @@ fi
 _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
-: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}}"
-token_list_dir=${dump_dir}/token_list/${lang}_${token_type}
+: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
+token_list_dir=${dump_dir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
 python=python3
 command -v python >/dev/null && python=python
 
 _all_sets="${train_set} ${valid_set} ${test_sets}"
-[ -n "${infer_jsonl}" ] && _all_sets+=" infer_${lang}"
 if ${use_sid} && ${use_spk_embed}; then
   log "note: both --use_sid and --use_spk_embed are true; the model gets both"
 fi
@@ -159,10 +177,6 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
   for s in ${train_set} ${valid_set} ${test_sets}; do
     ${python} -m pyutils.tts.inputs --kaldi-text "${data_dir}/${s}/text"
   done
-  if [ -n "${infer_jsonl}" ]; then
-    _spk=${infer_spk:-$(head -n1 "${data_dir}/${train_set}/spk2utt" | cut -d' ' -f1)}
-    ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${data_dir}/infer_${lang}" --spk "${_spk}"
-  fi
 fi
 
 # ---------------------------------------------------------------- stage 2
@@ -175,10 +189,26 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     for f in wav.scp utt2spk spk2utt utt2dur events.jsonl spk_embed.scp; do
       [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_dst}/${f}"
     done
-    cp "${_src}/text" "${_dst}/text.tagged"
+    _max=0
+    [ "${s}" = "${valid_set}" ] && _max=${valid_max_utts}
+    [[ " ${test_sets} " == *" ${s} "* ]] && _max=${test_max_utts}
+    if [ "${_max}" -gt 0 ] && [ "$(wc -l < "${_dst}/utt2spk")" -gt "${_max}" ]; then
+      # an even spread over the (sorted) utterances, hence over the speakers
+      awk -v n="$(wc -l < "${_dst}/utt2spk")" -v m="${_max}" 'int(NR*m/n)!=int((NR-1)*m/n){print $1}' \
+        "${_dst}/utt2spk" > "${_dst}/keep"
+      for f in wav.scp utt2spk utt2dur spk_embed.scp; do
+        [ -f "${_dst}/${f}" ] && awk 'NR==FNR{k[$1]=1; next} ($1 in k)' "${_dst}/keep" "${_dst}/${f}" > "${_dst}/${f}.tmp" \
+          && mv "${_dst}/${f}.tmp" "${_dst}/${f}"
+      done
+      awk 'NR==FNR{k[$1]=1; next} ($1 in k)' "${_dst}/keep" "${_src}/text" > "${_dst}/text.tagged"
+      log "stage 2: ${s}: kept ${_max} of $(wc -l < "${_src}/text") utterances (--valid_max_utts/--test_max_utts)"
+    else
+      cp "${_src}/text" "${_dst}/text.tagged"
+    fi
+    awk '{l[$2]=l[$2]" "$1} END{for(s in l) print s l[s]}' "${_dst}/utt2spk" | LC_ALL=C sort > "${_dst}/spk2utt"
     ${train_cmd} "${_dst}/log/frontend.log" \
       ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" \
-        "${_src}/text" "${_dst}/text"
+        "${_dst}/text.tagged" "${_dst}/text"
     if [ -f "${_dst}/wav.scp" ]; then
       ${train_cmd} "${_dst}/log/check_audio.log" \
         ${python} -m pyutils.tts.audio check-scp "${_dst}/wav.scp" --fs "${_fs}" --fix-dir "${_dst}/wav"
@@ -260,7 +290,8 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
   _cmd=${train_cmd}; [ "${ngpu}" -gt 0 ] && _cmd=${cuda_cmd}
   log "stage 5: progress: tail -f ${tts_exp}/log/train.log"
   # shellcheck disable=SC2046,SC2086
-  ${_cmd} --gpu "${ngpu}" "${tts_exp}/log/train.log" \
+  OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
+  ${_cmd} --gpu "${ngpu}" --num-threads "${train_threads}" "${tts_exp}/log/train.log" \
     ${python} -m espnet2.bin.${tts_task}_train --use_preprocessor true --ngpu "${ngpu}" \
       --config "${tts_config}" $(_model_opts) \
       $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
@@ -277,6 +308,23 @@ _synth_sets="${test_sets}"
 [ -n "${infer_jsonl}" ] && _synth_sets+=" infer_${lang}"
 if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   log "stage 6: synthesis (${inference_model}) for: ${_synth_sets}"
+  if [ -n "${infer_jsonl}" ]; then
+    # Track 2 input: every line checked first (file:line: CODE: message), nothing synthesised on error
+    _spk=${infer_spk:-$(head -n1 "${dump_dir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
+    if ! grep -q "^${_spk} " "${dump_dir}/raw/${train_set}/spk2sid"; then
+      echo "$0: --infer_spk ${_spk} is not a training speaker (see ${dump_dir}/raw/${train_set}/spk2sid)" >&2; exit 1
+    fi
+    _d=${dump_dir}/raw/infer_${lang}
+    rm -rf "${_d}"; mkdir -p "${_d}"
+    ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}"
+    mv "${_d}/text" "${_d}/text.tagged"
+    ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" "${_d}/text.tagged" "${_d}/text"
+    ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
+    if ${use_spk_embed}; then
+      echo "$0: --infer_jsonl with --use_spk_embed needs ${_d}/spk_embed.scp: not supported yet" >&2; exit 1
+    fi
+    log "stage 6: ${infer_jsonl}: $(wc -l < "${_d}/text") utterances OK, voice ${_spk}"
+  fi
   _cmd=${decode_cmd}; _ngpu=0
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   for s in ${_synth_sets}; do
@@ -303,7 +351,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       [ -f "${_logdir}/output.${i}/durations/durations" ] && cat "${_logdir}/output.${i}/durations/durations"
     done | LC_ALL=C sort > "${_dir}/durations/durations"
     find "$(pwd)/${_dir}/wav" -name '*.wav' | LC_ALL=C sort | \
-      awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav.scp"
+      awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
+    # post-processing: 16 kHz mono PCM16, loudness -23 dBFS (active speech), peak <= -1 dBFS
+    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "$(pwd)/${_dir}/wav16k" "${_dir}/wav.scp"
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
   done
 fi
@@ -348,6 +398,10 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" \
     --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
+  if ${copy_results} && [ "${preset}" = default ]; then
+    cp "${tts_exp}/RESULTS.md" RESULTS.md
+    log "stage 7: copied to $(pwd)/RESULTS.md"
+  fi
   grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
 fi
 
@@ -357,7 +411,7 @@ if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
   for s in ${_synth_sets}; do
     _out=${submission_dir}/${s}
     ${python} -m pyutils.tts.audio to-submission "${tts_exp}/synth_${s}/wav.scp" "${_out}"
-    ${python} -m pyutils.tts.audio text-to-jsonl "${data_dir}/${s}/text" "${_out}.ref.jsonl" --lang "${lang}"
+    ${python} -m pyutils.tts.audio text-to-jsonl "${dump_dir}/raw/${s}/text.tagged" "${_out}.ref.jsonl" --lang "${lang}"
     chorus-score validate-track2 --dir "${_out}" --ref "${_out}.ref.jsonl"
     log "stage 8: ${s}: $(find "${_out}" -name '*.wav' | wc -l) files valid in ${_out}"
   done

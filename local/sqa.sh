@@ -18,13 +18,11 @@ set -euo pipefail
 log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
 
 # --preset must be known before the defaults below are chosen.
-preset=default
-_args=("$@")
-for ((_i = 0; _i < ${#_args[@]}; _i++)); do
-  case "${_args[_i]}" in
-    --preset) preset="${_args[_i + 1]:-}" ;;
-    --preset=*) preset="${_args[_i]#--preset=}" ;;
-  esac
+preset=default          # ci | default | large: corpus size and training config
+for _a in "$@"; do
+  case "${_prev:-}" in --preset) preset="${_a}" ;; esac
+  case "${_a}" in --preset=*) preset="${_a#--preset=}" ;; esac
+  _prev="${_a}"
 done
 case "${preset}" in
   ci|default|large) ;;

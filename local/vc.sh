@@ -129,11 +129,12 @@ pairs_tsv() {  # name -> pairs TSV
   if [ -n "${pairs}" ]; then echo "${pairs}"; else echo "${corpus_dir}/pairs/$1.tsv"; fi
 }
 
-spk_exp=${pretrained_spk:-${expdir}/spk_xvector}
-asr_exp=${pretrained_asr:-${expdir}/asr_vi_char}
-tts_exp=${pretrained_tts:-${expdir}/tts_vi}
-vc_exp=${expdir}/vc
-emb_dir=${dumpdir}/xvector
+# experiment dirs are named after their configs, so presets never share a model
+spk_exp=${pretrained_spk:-${expdir}/$(basename "${spk_config}" .yaml | sed 's/^train_//')}
+asr_exp=${pretrained_asr:-${expdir}/$(basename "${asr_config}" .yaml | sed 's/^train_//')}
+tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^train_//')}
+vc_exp=${expdir}/vc_${preset}
+emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
 asr_dump=${dumpdir}/asr
 tts_data=${datadir}/tts
 tts_dump=${dumpdir}/tts
@@ -423,7 +424,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
-    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs, elapsed so far ${SECONDS}s." \
+    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"
   grep -E "^(## |Score:|SIM_gain:)" "${vc_exp}/RESULTS.md" | sed 's/^/  /'

@@ -8,7 +8,6 @@ valid (the optimised scorer does the validation).
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 

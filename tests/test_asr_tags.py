@@ -108,3 +108,27 @@ def test_token_list_check_catches_missing_tag(tmp_path):
     assert tokens.check(str(tl), "char") == []
     tl.write_text("\n".join([t for t in good if t != "[laugh]"]) + "\n")
     assert any("[laugh]" in p for p in tokens.check(str(tl), "char"))
+
+
+def test_prepare_text_errors_name_file_and_line(tmp_path):
+    from pyutils.asr import prepare_text
+
+    src = tmp_path / "text"
+    src.write_text("u1 Hello, there [Laugh].\nu2 bad [applause] here\n")
+    with pytest.raises(SystemExit, match=r"text:2: utterance u2"):
+        prepare_text.convert_file(str(src), str(tmp_path / "out"), "en", True)
+    assert not (tmp_path / "out").exists()   # nothing half-written
+    src.write_text("u1 Hello, there [Throat Clearing].\n")
+    prepare_text.convert_file(str(src), str(tmp_path / "out"), "en", True)
+    assert (tmp_path / "out").read_text() == "u1 hello there [throat_clearing]\n"
+    prepare_text.convert_file(str(src), str(tmp_path / "out"), "en", False)
+    assert (tmp_path / "out").read_text() == "u1 hello there\n"
+
+
+def test_wer_units_and_rate():
+    from pyutils.asr import wer
+
+    assert wer.units("Xin chào [sigh] bạn", "vi", True) == ["xin", "chào", "[sigh]", "bạn"]
+    assert wer.units("你好[laugh]吗", "zh", True) == ["你", "好", "[laugh]", "吗"]
+    res = wer.error_rate({"u1": "xin chào bạn", "u2": "tôi đi"}, {"u1": "xin chào"}, "vi", False)
+    assert res["edits"] == 3 and res["ref_units"] == 5 and res["missing_hyp"] == 1

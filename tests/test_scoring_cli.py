@@ -150,3 +150,36 @@ def test_validate_vc(tmp_path):
     pairs.write_text("src1.wav\tx.wav\n")
     p = run("validate-vc", "--pairs", str(pairs), "--dir", str(out))
     assert p.returncode == 2 and p.stderr.startswith(f"{pairs}:1: INVALID_PAIRS_ROW")
+
+
+def test_nvbench_and_vc_cli(tmp_path):
+    ref = tmp_path / "ref.txt"
+    hyp = tmp_path / "hyp.txt"
+    ref.write_text("u1 你好[Laughter]世界\nu2 今天[Question-en]\n", encoding="utf-8")
+    hyp.write_text("u1 你好世界[Laughter]\nu2 今天\n", encoding="utf-8")
+    out = tmp_path / "nv.json"
+    p = run("nvbench", "--ref", str(ref), "--hyp", str(hyp), "--output-json", str(out), "--format", "kaldi",
+            "--lang", "zh", "--inventory", "nvbench")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())["zh"]
+    assert r["CER"] == 0.0 and r["PCER_micro"] == pytest.approx(1 / 2) and r["PCER_macro"] == pytest.approx(0.5)
+    p = run("nvbench", "--ref", str(ref), "--hyp", str(hyp), "--output-json", str(out), "--format", "kaldi",
+            "--lang", "zh", "--map-nvbench-to-challenge")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["zh"]["PCER_micro"] == 0.0  # [Question-en] dropped, laugh kept
+    p = run("nvbench", "--ref", str(ref), "--hyp", str(hyp), "--output-json", str(out), "--format", "kaldi",
+            "--lang", "zh")
+    assert p.returncode == 2 and p.stderr.startswith(f"{ref}:1: UNSUPPORTED_NVV_TAG")
+    comp = tmp_path / "comp.jsonl"
+    comp.write_text('{"utt": "a.wav", "sim_ref_out": 80, "sim_src_out": 30, "mos": 70, "wer": 10}\n')
+    p = run("vc", "--hyp", str(comp), "--output-json", str(out))
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["Score"] == pytest.approx(0.4 * 50 + 0.3 * 70 + 0.3 * 90)
+
+
+def test_help_lists_every_subcommand():
+    p = run("--help")
+    assert p.returncode == 0
+    for sub in ("track1", "nvbench", "sqa", "vc", "validate-track1", "package-track1", "validate-track2",
+                "validate-vc"):
+        assert sub in p.stdout

@@ -2,16 +2,19 @@
 cross-check against the plain reference implementation in scoring_reference.py."""
 
 import json
+import os
 import random
+import sys
 
 import pytest
 
-import scoring_reference as plain
-from pyutils.scoring import align
-from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.textnorm import Event, parse_tagged
-from pyutils.scoring.track1 import score_track1
-from pyutils.tags import challenge_tags
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scoring_reference as plain  # noqa: E402
+from pyutils.scoring import align  # noqa: E402
+from pyutils.scoring.errors import ScoringError  # noqa: E402
+from pyutils.scoring.textnorm import Event, parse_tagged  # noqa: E402
+from pyutils.scoring.track1 import score_track1  # noqa: E402
+from pyutils.tags import challenge_tags  # noqa: E402
 
 
 def en(text):
@@ -318,3 +321,44 @@ def test_error_lines_count_blank_lines(tmp_path):
         with pytest.raises(ScoringError) as info:
             score_track1_files(str(ref), str(hyp))
         assert info.value.code == code
+
+
+TRICKY = ["a", "B", "z", "3", "_", "'", "\u2019", "\u2018", "\uff07", "\u2032", " ", "\u3000", "\t", "-", ".", "…",
+          "你", "好", "，", "！", "\uff08", "\u0301", "e", "\u00e9", "\uff76", "\uff9e", "\u1100", "\u1161", "\u11a8",
+          "\ufb01", "\u00b2", "\u216b", "\u0130", "\u03a3", "\u03c3", "\u03f9", "\ue000", "\x01", "\uff3b", "\uff3d", "[", "]",
+          "[laugh]", "[ Throat\u3000Clearing ]", "[ＣＯＵＧＨ]", "[giggle]", "[]", "[\u0301]"]
+
+
+def _outcome(fn, text, lang):
+    try:
+        return fn(text, lang)
+    except ScoringError as exc:
+        return exc.code
+
+
+def test_fast_parse_equals_literal_procedure_on_tricky_text():
+    from pyutils.scoring.textnorm import parse_tagged_segments
+    rng = random.Random(7)
+    for _ in range(4000):
+        text = "".join(rng.choice(TRICKY) for _ in range(rng.randint(0, 14)))
+        for lang in ("en", "zh"):
+            fast = _outcome(parse_tagged, text, lang)
+            literal = _outcome(parse_tagged_segments, text, lang)
+            assert fast == literal, (text, lang, fast, literal)
+            if not isinstance(literal, str):
+                lex, tagged, events = plain.parse(text, lang)
+                assert list(literal.lexical) == lex and list(literal.tagged) == tagged, (text, lang)
+                assert [(e.tag, e.position, e.order) for e in literal.events] == events
+
+
+def test_confusion_rows_and_columns_add_up():
+    ref, hyp = plain.generate(300, seed=11, rate=0.3)
+    res = score_track1(ref, hyp)
+    for lang in ("en", "zh"):
+        r = res[lang]
+        table = r["confusion"]["table"]
+        for tag, c in r["per_tag"].items():
+            assert table[tag][tag] == c["tp"]
+            assert sum(table[tag].values()) == c["reference"]
+            assert sum(row[tag] for row in table.values()) == c["prediction"]
+        assert table["<none>"]["<none>"] == 0

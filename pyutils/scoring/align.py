@@ -75,24 +75,25 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int, lowes
     if p < top:
         rr, hh = r[p:], h[p:]
         a, b = n - p, m - p
-        v_pos, v_neg, h_pos, h_neg = _bit_parallel_deltas(rr, hh)
+        diag_same, up_plus = _bit_parallel_rows(rr, hh)
         # Backtrace in the remainder, in its coordinates a = i - p, b = j - p
-        # (a, b >= 1), from the stored deltas:
-        #   dp[a][b] - dp[a-1][b-1] = v(a, b) + h(a-1, b),
-        #   dp[a][b] - dp[a-1][b]   = v(a, b).
+        # (a, b >= 1), reading the stored bits (bit b-1 of row a):
+        #   diagonal   dp[a][b] == dp[a-1][b-1] + cost: tokens equal (then the
+        #              diagonal delta is always 0), or different and the
+        #              diagonal delta is 1 (it is always 0 or 1);
+        #   deletion   dp[a][b] == dp[a-1][b] + 1;
+        #   insertion  otherwise (the value came from one of the three moves).
         # out[j] is final once the path moves left of j, so it may stop below ``lowest``.
         stop = lowest - p
         while a > 0 and b > 0 and b >= stop:
             bit = 1 << (b - 1)
-            v = 1 if v_pos[a] & bit else (-1 if v_neg[a] & bit else 0)
-            hv = 1 if h_pos[a - 1] & bit else (-1 if h_neg[a - 1] & bit else 0)
-            if v + hv == (0 if rr[a - 1] == hh[b - 1] else 1):
+            if rr[a - 1] == hh[b - 1] or not diag_same[a] & bit:
                 a -= 1
                 b -= 1
-            elif v == 1:
+            elif up_plus[a] & bit:
                 a -= 1
             else:
-                b -= 1  # the value came from one of the three moves
+                b -= 1
             out[b + p] = a + p
         i, j = a + p, b + p
     # Closed-form region: dp[i][j] = |i - j|. Diagonal when the tokens match
@@ -109,37 +110,35 @@ def _boundary_map_core(r: Sequence[int], h: Sequence[int], n: int, m: int, lowes
     return out
 
 
-def _bit_parallel_deltas(r: Sequence, h: Sequence):
-    """Row-by-row deltas of the edit-distance matrix (Hyyro 2003 bit vectors).
+def _bit_parallel_rows(r: Sequence, h: Sequence):
+    """Per row of the edit-distance matrix, two bit vectors (Hyyro 2003).
 
-    For row a (after a reference units) and column b >= 1, bit b-1 of
-    ``v_pos[a]`` / ``v_neg[a]`` says dp[a][b] - dp[a-1][b] is +1 / -1, and bit
-    b-1 of ``h_pos[a]`` / ``h_neg[a]`` says dp[a][b] - dp[a][b-1] is +1 / -1
-    (0 otherwise). Python integers hold any width, so each row costs a
-    dozen integer operations whatever the hypothesis length.
+    Row a = after a reference units; bit b-1 describes column b >= 1:
+    ``diag_same[a]``: dp[a][b] == dp[a-1][b-1]; ``up_plus[a]``:
+    dp[a][b] == dp[a-1][b] + 1. Python integers hold any width, so a row costs
+    about a dozen integer operations whatever the hypothesis length (the
+    bit-parallel algorithm rapidfuzz runs in C for the distance alone).
     """
     m = len(h)
     full = (1 << m) - 1
     peq = {}
     for k, tok in enumerate(h):
         peq[tok] = peq.get(tok, 0) | (1 << k)
-    vp, vn = full, 0  # row 0: dp[0][b] = b, every horizontal delta +1
-    v_pos, v_neg, h_pos, h_neg = [0], [0], [vp], [vn]
+    vp, vn = full, 0  # horizontal deltas of row 0: dp[0][b] = b, all +1
+    diag_same, up_plus = [0], [0]
     get = peq.get
     for tok in r:
         x = get(tok, 0)
         d0 = ((((x & vp) + vp) ^ vp) | x | vn) & full
-        hp = (vn | ~(d0 | vp)) & full   # vertical deltas of this row (bit b-1)
-        hn = d0 & vp
-        v_pos.append(hp)
-        v_neg.append(hn)
+        hp = (vn | ~(d0 | vp)) & full  # vertical +1 deltas of this row
+        hn = d0 & vp                   # vertical -1 deltas
+        diag_same.append(d0)
+        up_plus.append(hp)
         hp = ((hp << 1) | 1) & full
         hn = (hn << 1) & full
         vp = (hn | ~(d0 | hp)) & full  # horizontal deltas of this row
         vn = hp & d0
-        h_pos.append(vp)
-        h_neg.append(vn)
-    return v_pos, v_neg, h_pos, h_neg
+    return diag_same, up_plus
 
 
 def match_events_f1(refs: Sequence[Event], preds: Sequence[Event], collar: int) -> List[Tuple[Event, Event]]:
@@ -211,6 +210,25 @@ def count_matches_f1(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: in
             i += 1
             j += 1
     return tp
+
+
+def sweep_pairs(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: int) -> List[Tuple[int, int]]:
+    """Index pairs of the two-pointer sweep behind :func:`count_matches_f1`
+    (a maximum matching; which events pair up may differ from the DP's)."""
+    i = j = 0
+    n, m = len(ref_pos), len(pred_pos)
+    pairs = []
+    while i < n and j < m:
+        g, p = ref_pos[i], pred_pos[j]
+        if p < g - collar:
+            j += 1
+        elif p > g + collar:
+            i += 1
+        else:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+    return pairs
 
 
 def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int):
@@ -287,12 +305,15 @@ def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
         if g.tag != p.tag:
             return 1.0
         return max(0.0, min(1.0, min(abs(g.position - p.position) / max(ref_length, 1), 1.0)))
+    if n > 1:
+        refs = sorted(refs)
+    if m > 1:
+        preds = sorted(preds)
     return max(0.0, min(1.0, _mntd_cost(refs, preds, max(ref_length, 1)) / max(n, m)))
 
 
 def _mntd_cost(refs: Sequence[Event], preds: Sequence[Event], denom: int) -> float:
-    """Cost of :func:`mntd_alignment` without the path (events already in
-    (position, order) order: text order, mapped by a monotone boundary map)."""
+    """Cost of :func:`mntd_alignment` without the path (events sorted by (position, order))."""
     m = len(preds)
     prev = [float(j) for j in range(m + 1)]
     ptags = [p.tag for p in preds]

@@ -8,6 +8,9 @@ counted and reported as a warning:
   ``[throat_clearing]`` -> ``[throat clearing]``, ``[Laugh]`` -> ``[laugh]``;
 - tags that are empty or not one of the 16 challenge tags are removed;
 - stray ``[`` / ``]`` (unmatched or nested) left in the text are removed;
+- ESPnet special tokens such as ``<unk>``, ``<blank>``, ``<sos/eos>`` are
+  removed (they would otherwise count as a word: ``<`` and ``>`` are ignored
+  as symbols, ``unk`` would stay);
 - with ``--ref-ids``: missing ids get an empty hypothesis, ids not in the
   reference are dropped, rows follow the reference order.
 
@@ -31,11 +34,15 @@ from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
 
 _SPACES = re.compile(r"[ \t]{2,}")
+_SPECIAL = re.compile(r"(?<!\S)<[^<>\s\[\]]+>(?!\S)")
 
 
 def repair_text(text: str, counts: Dict[str, int]) -> str:
     """Official-form tagged text (see module docstring); updates ``counts``."""
     valid = set(challenge_tags())
+    text, n_special = _SPECIAL.subn(" ", text)
+    if n_special:
+        counts["special_tokens_removed"] += n_special
     pieces: List[str] = []
     cursor = 0
 
@@ -58,7 +65,7 @@ def repair_text(text: str, counts: Dict[str, int]) -> str:
         cursor = m.end()
     pieces.append(plain(text[cursor:]))
     out = "".join(pieces)
-    return _SPACES.sub(" ", out).strip() if out != text else text.strip()
+    return _SPACES.sub(" ", out).strip() if (out != text or n_special) else text.strip()
 
 
 def _ref_ids(path: str) -> List[str]:
@@ -85,6 +92,7 @@ def _ref_ids(path: str) -> List[str]:
 def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
                    zip_path: Optional[str] = None) -> List[str]:
     counts = {"tags_respelled": 0, "unsupported_tags_removed": 0, "stray_brackets_removed": 0,
+              "special_tokens_removed": 0,
               "missing_filled_empty": 0, "unknown_dropped": 0, "duplicates_dropped": 0}
     hyps: Dict[str, str] = {}
     for line, utt, text in read_kaldi_text(text_path):

@@ -34,10 +34,14 @@ Decisions where the protocol text is silent (all identical to the official scrip
   raw text, NFKC then turns the brackets into punctuation, so ``laugh`` is text.
 - ``lower()`` may lengthen a string (``"İ"`` -> ``"i̇"``); units are counted after it.
 
-Implementation note: for English, replacing ignored characters by spaces does
-not change what the word pattern finds (no ignored character is a word
-character or the apostrophe), so the pattern runs on the normalised segment
-directly. For Mandarin the "ignored" test is cached per character.
+Implementation notes (each equivalence is tested against the literal
+per-segment procedure, ``parse_tagged_segments``, on random tricky text):
+for English, replacing ignored characters by spaces does not change what the
+word pattern finds (no ignored character is a word character or the
+apostrophe), so the pattern runs on the normalised text directly; the fast
+path of :func:`parse_tagged` normalises the whole text once with every tag
+replaced by a private-use marker (see there); the "ignored" test is cached
+per character inside a ``str.translate`` table.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from pyutils.tags import TAG_RE, challenge_tags, normalize_tag_label
 
 LANGUAGES = ("en", "zh")
 EN_WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-APOSTROPHES = str.maketrans({c: "'" for c in "\u2018\u2019\u201b\u2032\uff07"})
+APOSTROPHE_CHARS = "\u2018\u2019\u201b\u2032\uff07"  # mapped to ' before tokenisation
 _IGNORED_CATEGORY_INITIALS = frozenset("PSZC")
 
 
@@ -97,7 +101,7 @@ class _DropIgnored(dict):
 
 
 _DROP_IGNORED = _DropIgnored()
-_APOSTROPHE_RE = re.compile("[\u2018\u2019\u201b\u2032\uff07]")
+_APOSTROPHE_RE = re.compile(f"[{APOSTROPHE_CHARS}]")
 # ASCII bytes: letters/digits kept, everything else a space (for the fast path).
 _ASCII_WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 else 32 for c in range(256))
 _unicode_normalize = unicodedata.normalize
@@ -152,9 +156,10 @@ def lexical_units(segment: str, language: str) -> List[str]:
             return segment.lower().encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
         return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower())
     if language == "zh":
-        # apostrophes are ignored in Mandarin whatever their form, so the
-        # apostrophe mapping can be skipped; ignored characters are deleted.
-        return list(_nfkc(segment).lower().translate(_DROP_IGNORED))
+        # Apostrophes are ignored in Mandarin whatever their form, but the
+        # mapping still matters before lower(): ``'`` is case-ignorable for the
+        # final-sigma rule and the prime is not.
+        return list(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower().translate(_DROP_IGNORED))
     raise ValueError(f"unsupported language {language!r}")
 
 
@@ -239,7 +244,7 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
     else:
         tags = [canonical_tag(label, inventory) for label in pieces[1::2]]
     if language == "zh":
-        units = _nfkc_fast(body).lower().translate(_DROP_KEEP_MARKER)
+        units = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower().translate(_DROP_KEEP_MARKER)
         parts = units.split(_MARKER)
         if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
             return parse_tagged_segments(text, language, inventory)

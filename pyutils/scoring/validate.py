@@ -154,6 +154,8 @@ def validate_track2(wav_dir: str, ref_path: str, fix_to: Optional[str] = None) -
     extra = sorted(present - set(ids))
     lines: List[str] = []
     src_dir = wav_dir
+    if fix_to and os.path.realpath(fix_to) == os.path.realpath(wav_dir):
+        raise ScoringError("FIX_DIR_IS_INPUT", "--fix-to must name a new folder, not the input folder", fix_to)
     if fix_to:
         n = 0
         for u in ids:

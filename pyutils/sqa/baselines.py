@@ -9,8 +9,8 @@
   floor exceeds ``noise_db`` are noisy (speech alone has quiet gaps between
   syllables; added noise lifts them);
 - distortion: clipping. Per frame, the fraction of samples within 1% of the
-  recording's peak; frames above ``clip_frac`` are distorted when the peak is
-  close to full scale or flat-topped.
+  frame's peak (flat tops); frames above ``clip_frac`` are distorted. Only
+  clipping-like distortions can be found this way.
 
 Each detector's one or two thresholds are tuned on dev with the scorer, like
 the model's post-processing. Stages::
@@ -43,7 +43,7 @@ FRAME = int(FRAME_SHIFT * SAMPLE_RATE)
 DEFAULT_PARAMS = {"min_pause": 0.3, "noise_db": -45.0, "clip_frac": 0.05}
 GRID = {"min_pause": [0.15, 0.2, 0.3, 0.4, 0.6, 0.8],
         "noise_db": [-70.0, -65.0, -60.0, -55.0, -50.0, -45.0, -40.0, -35.0, -30.0],
-        "clip_frac": [0.01, 0.03, 0.1, 0.3]}
+        "clip_frac": [0.02, 0.04, 0.08, 0.15, 0.3]}
 
 
 def frame_energy_db(x: np.ndarray, n: int) -> np.ndarray:
@@ -52,14 +52,18 @@ def frame_energy_db(x: np.ndarray, n: int) -> np.ndarray:
     return 10.0 * np.log10(np.mean(x.astype(np.float64) ** 2, axis=1) + 1e-12)
 
 
-def clip_fraction(x: np.ndarray, n: int) -> np.ndarray:
-    """(n,) fraction of samples per frame within 1% of the peak amplitude."""
-    peak = float(np.max(np.abs(x))) if len(x) else 0.0
-    if peak <= 0:
-        return np.zeros(n)
-    near = (np.abs(x) >= 0.99 * peak).astype(np.float64)
-    near = np.pad(near, (0, max(0, n * FRAME - len(near))))[: n * FRAME].reshape(n, FRAME)
-    return near.mean(axis=1)
+def clip_fraction(x: np.ndarray, n: int, floor: float = 0.02) -> np.ndarray:
+    """(n,) per frame: fraction of samples within 1% of that frame's peak.
+
+    Clipped audio sits on flat tops, so many samples share the frame maximum;
+    natural speech reaches its frame peak at one or two samples. Frames whose
+    peak is below ``floor`` (near silence) get 0.
+    """
+    x = np.abs(np.pad(x, (0, max(0, n * FRAME - len(x))))[: n * FRAME].reshape(n, FRAME))
+    peak = x.max(axis=1, keepdims=True)
+    frac = (x >= 0.99 * peak).mean(axis=1)
+    frac[peak[:, 0] < floor] = 0.0
+    return frac
 
 
 class DnsmosP835:

@@ -4,6 +4,7 @@ Sub-commands:
   check-scp     every wav readable; resample/mix down to the model rate when needed
   utt2sid       speaker ids for ESPnet from spk2sid and utt2spk
   split-scp     split a key file into N parts (keys kept in sorted order)
+  postprocess   synthesised wavs -> 16 kHz mono PCM16 at a fixed loudness (new wav.scp)
   to-submission convert synthesised wavs to the Track 2 format (16 kHz mono PCM16 <utt_id>.wav)
   text-to-jsonl Kaldi tagged ``text`` -> Track 2 reference JSONL
 """
@@ -67,6 +68,48 @@ def to_submission_audio(x: np.ndarray, sr: int) -> np.ndarray:
     x = resample(x, sr, SUBMISSION_SR)
     x = np.nan_to_num(x)
     return np.clip(np.round(x * 32768.0), -32768, 32767).astype(np.int16)
+
+
+def active_rms(x: np.ndarray, sr: int, frame_s: float = 0.02, floor_db: float = 40.0) -> float:
+    """RMS over 20 ms frames within ``floor_db`` of the loudest frame (speech-active level)."""
+    n = max(1, int(frame_s * sr))
+    m = len(x) // n
+    if m == 0:
+        return float(np.sqrt(np.mean(x ** 2) + 1e-20))
+    fr = np.sqrt(np.mean(x[: m * n].reshape(m, n) ** 2, axis=1) + 1e-20)
+    keep = fr > fr.max() * 10 ** (-floor_db / 20)
+    return float(np.sqrt(np.mean(fr[keep] ** 2)))
+
+
+def normalise_loudness(x: np.ndarray, sr: int, target_db: float = -23.0, peak_db: float = -1.0) -> np.ndarray:
+    """Scale to ``target_db`` dBFS active RMS, then down if the peak would pass ``peak_db``.
+
+    Griffin-Lim output of a young model can be 60 dB too quiet; the validator
+    then flags the file as silent although it holds the model's output.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if not np.any(x):
+        return x
+    g = 10 ** (target_db / 20) / active_rms(x, sr)
+    peak = np.max(np.abs(x)) * g
+    if peak > 10 ** (peak_db / 20):
+        g *= 10 ** (peak_db / 20) / peak
+    return x * g
+
+
+def postprocess_scp(scp: str, out_dir: str, out_scp: str, target_db: float = -23.0) -> int:
+    """Loudness-normalised 16 kHz mono PCM16 copies of ``scp`` into ``out_dir``; writes ``out_scp``."""
+    os.makedirs(out_dir, exist_ok=True)
+    lines = []
+    for uid, path in read_scp(scp):
+        x, sr = sf.read(path, dtype="float64", always_2d=True)
+        y = resample(x.mean(axis=1), sr, SUBMISSION_SR)
+        y = normalise_loudness(y, SUBMISSION_SR, target_db)
+        dst = os.path.abspath(os.path.join(out_dir, f"{uid}.wav"))
+        sf.write(dst, to_submission_audio(y, SUBMISSION_SR), SUBMISSION_SR, subtype="PCM_16")
+        lines.append(f"{uid} {dst}\n")
+    write_lines_atomic(out_scp, lines)
+    return len(lines)
 
 
 def convert_to_submission(scp: str, out_dir: str) -> int:
@@ -144,6 +187,8 @@ def main(argv=None) -> int:
     a.add_argument("--fix-dir", required=True)
     a = sub.add_parser("utt2sid"); a.add_argument("spk2sid"); a.add_argument("utt2spk"); a.add_argument("out")
     a = sub.add_parser("split-scp"); a.add_argument("scp"); a.add_argument("prefix"); a.add_argument("n", type=int)
+    a = sub.add_parser("postprocess"); a.add_argument("scp"); a.add_argument("out_dir"); a.add_argument("out_scp")
+    a.add_argument("--target-db", type=float, default=-23.0)
     a = sub.add_parser("to-submission"); a.add_argument("scp"); a.add_argument("out_dir")
     a = sub.add_parser("text-to-jsonl"); a.add_argument("text"); a.add_argument("out"); a.add_argument("--lang", default="en")
     args = p.parse_args(argv)
@@ -154,6 +199,9 @@ def main(argv=None) -> int:
             make_utt2sid(args.spk2sid, args.utt2spk, args.out)
         elif args.cmd == "split-scp":
             split_scp(args.scp, args.prefix, args.n)
+        elif args.cmd == "postprocess":
+            n = postprocess_scp(args.scp, args.out_dir, args.out_scp, args.target_db)
+            print(f"{n} files -> {args.out_dir} (16 kHz mono PCM16, {args.target_db} dBFS)", file=sys.stderr)
         elif args.cmd == "to-submission":
             n = convert_to_submission(args.scp, args.out_dir)
             print(f"{n} files -> {args.out_dir} (16 kHz mono PCM16)", file=sys.stderr)

@@ -33,7 +33,7 @@ def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
     mu_x, mu_y = x.mean(0), y.mean(0)
     s_x = np.atleast_2d(np.cov(x, rowvar=False))
     s_y = np.atleast_2d(np.cov(y, rowvar=False))
-    covmean, _ = linalg.sqrtm(s_x @ s_y, disp=False)
+    covmean = linalg.sqrtm(s_x @ s_y)
     if not np.isfinite(covmean).all():  # near-singular product: regularise (as in FID code)
         eps = 1e-6 * np.eye(len(s_x))
         covmean = linalg.sqrtm((s_x + eps) @ (s_y + eps))

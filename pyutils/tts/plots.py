@@ -47,7 +47,7 @@ def _logmel(x: np.ndarray, sr: int) -> np.ndarray:
     import librosa
 
     m = librosa.feature.melspectrogram(y=x, sr=sr, n_fft=1024, hop_length=160, n_mels=80)
-    return np.log10(m + 1e-6)
+    return librosa.power_to_db(m, ref=np.max, top_db=80.0)
 
 
 def _shade(ax, spans, color):

@@ -45,6 +45,27 @@ def _train_summary(exp: str) -> List[str]:
     return lines
 
 
+def _verdict(m: dict) -> List[str]:
+    """One plain sentence per metric family: synthesis vs the real-audio reference."""
+    out = ["How good is it (synthesis vs the real test audio through the same tools):", ""]
+    a_s, a_r = m.get("asr_synth"), m.get("asr_real")
+    if a_s and a_r:
+        cs, cr = a_s["summary"]["CER"], a_r["summary"]["CER"]
+        ps, pr = a_s["summary"]["PCER"], a_r["summary"]["PCER"]
+        out.append(f"- intelligibility: the NVV-ASR makes {_f(cs, True)} character errors on the synthesis "
+                   f"vs {_f(cr, True)} on real speech; tag-sequence error (PCER) {_f(ps, True)} vs {_f(pr, True)}.")
+    elif not a_s:
+        out.append("- intelligibility / tag realisation: not measured (no NVV-ASR model).")
+    sp = m["speaker"]
+    out.append(f"- voice: SIM {_f(sp['SIM'])} to the target speaker vs {_f(sp['SIM_synth_vs_other_speakers'])} "
+               f"to the other speakers (real recordings: {_f(sp['SIM_real_leave_one_out'])}); "
+               + ("the voice identity is " + ("kept" if sp["SIM"] - sp["SIM_synth_vs_other_speakers"] > 0.05
+                                             else "NOT distinguishable") + "."))
+    ds, dr = m["dnsmos_synth"]["OVRL"], m["dnsmos_real"]["OVRL"]
+    out.append(f"- quality: DNSMOS OVRL {_f(ds, nd=2)} vs {_f(dr, nd=2)} for real audio.")
+    return out
+
+
 def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
@@ -72,6 +93,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> 
         sp, fd = m["speaker"], m["frechet"]
         pcer = _f(a_s["summary"]["PCER"]) if a_s else "not computed (no NVV-ASR model; see note)"
         out += [f"PCER: {pcer}", f"SIM: {_f(sp['SIM'])}", ""]
+        out += _verdict(m) + [""]
         out.append(f"{m['num_utterances']} utterances evaluated"
                    + (f", {m['not_synthesised']} not synthesised" if m.get("not_synthesised") else "") + ".")
         out.append("")

@@ -86,6 +86,11 @@ def plot_sim(rows: List[Dict[str, str]], path: str, title: str) -> None:
     plt.close(fig)
 
 
+def _short(text: str, n: int = 70) -> str:
+    text = text.replace("|", " ")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
     lines = [f"# {title}", ""]
     if notes:
@@ -123,7 +128,8 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
         for r in s["rows"][:5]:
             lines.append(f"| {r['utt_id']} | {float(r['sim_ref_out']):.1f} | "
                          f"{float(r['sim_src_out']):.1f} | {float(r['mos']):.1f} | "
-                         f"{float(r['wer']):.1f} | {r.get('ref_text', '')} | {r.get('hyp_text', '')} |")
+                         f"{float(r['wer']):.1f} | {_short(r.get('ref_text', ''))} | "
+                         f"{_short(r.get('hyp_text', ''))} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -63,22 +63,23 @@ def valid_trials(utt2spk: Dict[str, str], n: int, seed: int = 0) -> List[Tuple[s
     spks = sorted(by_spk)
     if not multi or len(spks) < 2:
         raise ValueError("need >= 2 speakers and one with >= 2 utterances for trials")
-    out, seen = [], set()
-    for i in range(n * 4):
-        if len(out) >= n:
-            break
-        if i % 2 == 0:
-            s = rng.choice(multi)
-            a, b = rng.sample(by_spk[s], 2)
-            label = 1
-        else:
-            s1, s2 = rng.sample(spks, 2)
-            a, b = rng.choice(by_spk[s1]), rng.choice(by_spk[s2])
-            label = 0
-        if (a, b) not in seen:
-            seen.add((a, b))
-            out.append((a, b, label))
-    return out
+    def draw(label: int, count: int) -> List[Tuple[str, str, int]]:
+        got, seen = [], set()
+        for _ in range(count * 20):
+            if len(got) >= count:
+                break
+            if label:
+                a, b = rng.sample(by_spk[rng.choice(multi)], 2)
+            else:
+                s1, s2 = rng.sample(spks, 2)
+                a, b = rng.choice(by_spk[s1]), rng.choice(by_spk[s2])
+            if (a, b) not in seen and (b, a) not in seen:
+                seen.add((a, b))
+                got.append((a, b, label))
+        return got
+
+    targets = draw(1, n // 2)
+    return sorted(targets + draw(0, n - len(targets)))
 
 
 def extraction_trials(wav: Dict[str, str]) -> List[Tuple[str, str, int]]:

@@ -1,0 +1,95 @@
+#!/usr/bin/env python
+"""Seconds per training update of the two tiny TTS configs of egs/nvv_tts (CPU).
+
+Why the default is Tacotron2 + Griffin-Lim and not VITS: on 2 CPU cores the
+budget is ~10 minutes of training, so updates per second decide. Both models are
+built from their recipe configs and trained on the same random batch (batch
+size B, text length L tokens, audio T seconds), measured in the same run:
+
+    tools/venv/bin/python benchmarks/tts_update_time.py [--steps 3] [--batch 8]
+
+Prints s/update per model and the ratio VITS / Tacotron2 (and the load average,
+since the machine may be shared).
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import yaml
+
+RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "egs", "nvv_tts", "conf")
+
+
+def tacotron2_step(conf, B, L, T, vocab):
+    from espnet2.tts.tacotron2 import Tacotron2
+
+    n_mels, hop = conf["feats_extract_conf"]["n_mels"], conf["feats_extract_conf"]["hop_length"]
+    model = Tacotron2(idim=vocab, odim=n_mels, **conf["tts_conf"])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    frames = int(T * 16000 / hop)
+    frames -= frames % model.reduction_factor
+    text = torch.randint(1, vocab - 1, (B, L))
+    feats = torch.randn(B, frames, n_mels)
+
+    def step():
+        loss = model(text, torch.full((B,), L), feats, torch.full((B,), frames))[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def vits_step(conf, B, L, T, vocab):
+    from espnet2.gan_tts.vits import VITS
+
+    n_fft = conf["feats_extract_conf"]["n_fft"]
+    hop = conf["feats_extract_conf"]["hop_length"]
+    tts_conf = dict(conf["tts_conf"])
+    tts_conf["generator_params"] = dict(tts_conf["generator_params"], spks=None, global_channels=-1)
+    model = VITS(idim=vocab, odim=n_fft // 2 + 1, **tts_conf)
+    g_opt = torch.optim.AdamW(model.generator.parameters(), lr=2e-4)
+    d_opt = torch.optim.AdamW(model.discriminator.parameters(), lr=2e-4)
+    frames = int(T * 16000 / hop)
+    text = torch.randint(1, vocab - 1, (B, L))
+    feats = torch.randn(B, frames, n_fft // 2 + 1).abs()
+    speech = torch.randn(B, frames * hop) * 0.1
+
+    def step():
+        for forward_generator, opt in ((False, d_opt), (True, g_opt)):
+            out = model(text, torch.full((B,), L), feats, torch.full((B,), frames), speech,
+                        torch.full((B,), frames * hop), forward_generator=forward_generator)
+            opt.zero_grad()
+            out["loss"].backward()
+            opt.step()
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=40)
+    p.add_argument("--seconds", type=float, default=3.0)
+    a = p.parse_args()
+    torch.manual_seed(0)
+    results = {}
+    for name, cfg, builder in (("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
+                               ("vits_mini", "train_vits_mini.yaml", vits_step)):
+        with open(os.path.join(RECIPE, cfg)) as f:
+            conf = yaml.safe_load(f)
+        step, n_params = builder(conf, a.batch, a.tokens, a.seconds, vocab=80)
+        step()  # warm-up
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            step()
+        results[name] = (time.perf_counter() - t0) / a.steps
+        print(f"{name:16s} {n_params / 1e6:6.2f} M params  {results[name]:7.2f} s/update "
+              f"(batch {a.batch}, {a.tokens} tokens, {a.seconds} s audio, {torch.get_num_threads()} threads)")
+    print(f"ratio vits_mini / tacotron2_mini: {results['vits_mini'] / results['tacotron2_mini']:.1f}x "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()

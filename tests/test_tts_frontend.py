@@ -1,0 +1,81 @@
+"""TTS front-end: tags stay atomic tokens for every language, errors name file:line."""
+
+import pytest
+
+from pyutils.tags import challenge_tags
+from pyutils.tts.frontend import (Frontend, FrontendError, split_tagged, tag_to_token, token_to_tag,
+                                  tokenize_text_file)
+from pyutils.tts.tokens import build_token_list
+
+
+def test_split_tagged_keeps_tags_and_text():
+    items = split_tagged("Well, [throat clearing] I think [LAUGH] so.")
+    assert items == [("text", "Well, "), ("tag", "throat clearing"), ("text", " I think "),
+                     ("tag", "laugh"), ("text", " so.")]
+
+
+@pytest.mark.parametrize("bad", ["hi [giggle] there", "hi [laugh there", "hi ] there"])
+def test_split_tagged_rejects(bad):
+    with pytest.raises(FrontendError):
+        split_tagged(bad)
+
+
+def test_tag_token_roundtrip_for_all_tags():
+    for tag in challenge_tags():
+        tok = tag_to_token(tag)
+        assert " " not in tok and tok.startswith("[") and tok.endswith("]")
+        assert token_to_tag(tok) == tag
+
+
+@pytest.mark.parametrize("lang,token_type,text", [
+    ("en", "phn", "That was really surprising. [laugh] Oh [throat clearing] no!"),
+    ("en", "char", "That was really surprising. [laugh] Oh [throat clearing] no!"),
+    ("zh", "phn", "这真的太好笑了[laugh]，我们走吧[throat clearing]。"),
+    ("zh", "pinyin", "这真的太好笑了[laugh]，我们走吧[throat clearing]。"),
+    ("vi", "char", "Xin chào [laugh] các bạn [throat clearing]."),
+])
+def test_tags_are_single_tokens(lang, token_type, text):
+    toks = Frontend(lang, token_type).tokenize(text)
+    assert toks.count("[laugh]") == 1
+    assert toks.count("[throat_clearing]") == 1
+    # the tag letters never leak into the phone/char stream
+    assert "throat" not in " ".join(t for t in toks if not t.startswith("["))
+    # order kept: laugh before throat clearing, and text on both sides of the first tag
+    i, j = toks.index("[laugh]"), toks.index("[throat_clearing]")
+    assert 0 < i < j
+    assert all(t.strip() for t in toks)
+
+
+def test_english_phonemes_not_letters():
+    toks = Frontend("en", "phn").tokenize("the cat [cough]")
+    assert toks[-1] == "[cough]"
+    assert "|" in toks and "c" not in toks  # espeak phonemes, not graphemes ("cat" -> k æ t)
+
+
+def test_mandarin_pinyin_tones():
+    toks = Frontend("zh", "phn").tokenize("你好[sigh]")
+    assert toks == ["n", "i3", "h", "ao3", "[sigh]"]
+    assert Frontend("zh", "pinyin").tokenize("你好[sigh]") == ["ni3", "hao3", "[sigh]"]
+
+
+def test_unknown_language():
+    with pytest.raises(FrontendError):
+        Frontend("xx")
+
+
+def test_tokenize_text_file_error_names_line(tmp_path):
+    src = tmp_path / "text"
+    src.write_text("u1 hello [laugh]\nu2 hello [giggle]\n", encoding="utf-8")
+    out = tmp_path / "tokens"
+    with pytest.raises(FrontendError, match=r"text:2: u2: unknown tag"):
+        tokenize_text_file(str(src), str(out), "en", "char")
+    assert not out.exists()
+
+
+def test_token_list_has_all_tags(tmp_path):
+    toks = build_token_list(["u1 h i [laugh] .", "u2 h [cough]"])
+    assert toks[0] == "<blank>" and toks[1] == "<unk>" and toks[-1] == "<sos/eos>"
+    for tag in challenge_tags():
+        assert tag_to_token(tag) in toks
+    assert len(toks) == len(set(toks))
+    assert toks.index("h") < toks.index("i")  # by frequency

@@ -1,0 +1,64 @@
+"""Synthesis post-processing: any wav -> Track 2 format (16 kHz, mono, PCM16)."""
+
+import numpy as np
+import soundfile as sf
+
+from pyutils.tts.audio import (active_rms, convert_to_submission, normalise_loudness, postprocess_scp,
+                               to_submission_audio)
+
+
+def _tone(sr, dur=0.5, f=440.0, amp=0.5):
+    t = np.arange(int(sr * dur)) / sr
+    return (amp * np.sin(2 * np.pi * f * t)).astype(np.float32)
+
+
+def test_resample_mixdown_pcm16():
+    x = _tone(22050)
+    stereo = np.stack([x, x], axis=1)
+    y = to_submission_audio(stereo, 22050)
+    assert y.dtype == np.int16 and y.ndim == 1
+    assert abs(len(y) - 8000) <= 1
+    # a 440 Hz tone stays a 440 Hz tone
+    spec = np.abs(np.fft.rfft(y.astype(np.float64)))
+    assert abs(np.argmax(spec) * 16000 / len(y) - 440) < 5
+    assert abs(np.abs(y).max() / 32768 - 0.5) < 0.02
+
+
+def test_int16_input_and_clipping():
+    y = to_submission_audio(np.array([0, 16384, -32768, 32767], dtype=np.int16), 16000)
+    assert list(y) == [0, 16384, -32768, 32767]
+    y = to_submission_audio(np.array([2.0, -2.0, np.nan]), 16000)
+    assert list(y) == [32767, -32768, 0]
+
+
+def test_convert_dir(tmp_path):
+    paths = []
+    for uid, (sr, ch) in {"u1": (24000, 2), "u2": (16000, 1), "u3": (8000, 1)}.items():
+        x = _tone(sr)
+        if ch == 2:
+            x = np.stack([x, -x * 0.5], axis=1)
+        p = tmp_path / f"{uid}_src.wav"
+        sf.write(p, x, sr, subtype="FLOAT")
+        paths.append(f"{uid} {p}\n")
+    scp = tmp_path / "wav.scp"
+    scp.write_text("".join(paths))
+    out = tmp_path / "sub"
+    assert convert_to_submission(str(scp), str(out)) == 3
+    for uid in ("u1", "u2", "u3"):
+        info = sf.info(out / f"{uid}.wav")
+        assert (info.samplerate, info.channels, info.subtype) == (16000, 1, "PCM_16")
+        assert abs(info.duration - 0.5) < 0.01
+
+
+def test_loudness_normalisation(tmp_path):
+    quiet = _tone(16000, amp=1e-4)
+    y = normalise_loudness(quiet, 16000, target_db=-23.0)
+    assert abs(20 * np.log10(active_rms(y, 16000)) + 23.0) < 0.5
+    assert np.abs(y).max() <= 10 ** (-1 / 20) + 1e-9
+    assert not np.any(normalise_loudness(np.zeros(100), 16000))
+    p = tmp_path / "q.wav"
+    sf.write(p, quiet, 22050)
+    (tmp_path / "in.scp").write_text(f"q {p}\n")
+    assert postprocess_scp(str(tmp_path / "in.scp"), str(tmp_path / "o"), str(tmp_path / "o.scp")) == 1
+    x, sr = sf.read(str(tmp_path / "o" / "q.wav"))
+    assert sr == 16000 and np.abs(x).max() > 0.05

@@ -1,0 +1,94 @@
+"""Pairs-list validation of the VC recipe: every problem reported at once, with lines."""
+
+import os
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.vc import pairs as P
+
+
+def _wav(path, seconds=0.5, sr=16000):
+    t = np.arange(int(seconds * sr)) / sr
+    sf.write(path, (0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), sr, subtype="PCM_16")
+    return path
+
+
+@pytest.fixture
+def audio(tmp_path):
+    d = tmp_path / "audio"
+    d.mkdir()
+    good = [_wav(str(d / f"u{i}.wav")) for i in range(3)]
+    broken = d / "broken.wav"
+    broken.write_bytes(b"RIFF....WAVEfmt this is not audio")
+    return d, good, str(broken)
+
+
+def test_valid_list_parses_relative_paths(tmp_path, audio):
+    d, good, _ = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("audio/u0.wav\taudio/u1.wav\tp_a.wav\n"
+                   f"{good[2]}\t{good[0]}\tp_b.wav\n", encoding="utf-8")
+    rows = P.read_pairs(str(tsv))
+    assert [r.pair_id for r in rows] == ["p_a", "p_b"]
+    assert rows[0].source == os.path.abspath(good[0]) and rows[0].target == os.path.abspath(good[1])
+    assert rows[1].line == 2
+
+
+def test_all_problems_reported_together_with_line_numbers(tmp_path, audio):
+    d, good, broken = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("\n".join([
+        f"{good[0]}\t{good[1]}\tok.wav",                   # 1 fine
+        f"{d}/missing_src.wav\t{good[1]}\tx1.wav",          # 2 source missing
+        f"{good[0]}\t{broken}\tx2.wav",                     # 3 target unreadable
+        f"{good[0]}\t{good[1]}",                            # 4 two fields
+        f"{broken}\t{d}/gone.wav\tx3.wav",                  # 5 both sides bad
+        f"{good[0]}\t{good[1]}\tok.wav",                    # 6 duplicate name
+        f"{good[0]}\t{good[1]}\tsub/dir.wav",               # 7 not a plain name
+    ]) + "\n", encoding="utf-8")
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(tsv))
+    probs = info.value.problems
+    text = "\n".join(probs)
+    assert f"{tsv}:2: SOURCE_MISSING" in text
+    assert f"{tsv}:3: TARGET_UNREADABLE" in text
+    assert f"{tsv}:4: BAD_FIELDS" in text
+    assert f"{tsv}:5: SOURCE_UNREADABLE" in text and f"{tsv}:5: TARGET_MISSING" in text
+    assert f"{tsv}:6: DUPLICATE_NAME" in text and "line 1" in text
+    assert f"{tsv}:7: BAD_NAME" in text
+    assert not any(p.startswith(f"{tsv}:1:") for p in probs)
+    assert len(probs) == 7
+    assert "nothing was converted" in str(info.value)
+
+
+def test_cli_exit_code_and_pair_dirs(tmp_path, audio, capsys):
+    d, good, broken = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{good[0]}\t{good[1]}\tb.wav\n{good[2]}\t{good[1]}\ta.wav\n", encoding="utf-8")
+    text_dir = tmp_path / "test_src"
+    text_dir.mkdir()
+    (text_dir / "wav.scp").write_text(f"s0 {good[0]}\ns2 {good[2]}\n", encoding="utf-8")
+    (text_dir / "text").write_text("s0 xin chào\ns2 tạm biệt\n", encoding="utf-8")
+    src, ref = tmp_path / "src", tmp_path / "ref"
+    assert P.main(["--pairs", str(tsv), "--src-text-dir", str(text_dir),
+                   "--out-src", str(src), "--out-ref", str(ref)]) == 0
+    assert (src / "wav.scp").read_text().splitlines() == [f"a {os.path.abspath(good[2])}",
+                                                          f"b {os.path.abspath(good[0])}"]
+    assert (ref / "wav.scp").read_text().splitlines()[0] == f"a {os.path.abspath(good[1])}"
+    assert (src / "text").read_text().splitlines() == ["a tạm biệt", "b xin chào"]
+    table = (src / "pairs.tsv").read_text().splitlines()
+    assert table[0].split("\t") == ["a", os.path.abspath(good[2]), os.path.abspath(good[1]), "a.wav"]
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(f"{broken}\t{good[1]}\tz.wav\n", encoding="utf-8")
+    assert P.main(["--pairs", str(bad)]) == 2
+    assert "SOURCE_UNREADABLE" in capsys.readouterr().err
+
+
+def test_empty_list(tmp_path):
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(P.PairsError, match="EMPTY"):
+        P.read_pairs(str(tsv))
