@@ -5,10 +5,12 @@ Generates N bilingual utterances with recognition-like errors (word and tag
 substitutions, deletions, insertions, moved tags; seed fixed), scores them
 with :func:`pyutils.scoring.track1.score_track1` and with the unoptimised
 reference in ``tests/scoring_reference.py`` (full DP matrices, no rapidfuzz),
-asserts that every reported number is identical, and prints both times and
-the ratio (goal: >= 5x).
+asserts that every reported number is identical, and prints both times
+(process CPU time and wall time, best of R interleaved runs, so that load from
+other processes hits both alike) and the ratio (goal: >= 5x).
+``--with-gc-share`` also times the scorer with the cyclic GC left on.
 
-    tools/venv/bin/python benchmarks/bench_track1.py [--utts 20000] [--repeat 3]
+    tools/venv/bin/python benchmarks/bench_track1.py [--utts 20000] [--repeat 3] [--with-gc-share]
 """
 
 from __future__ import annotations

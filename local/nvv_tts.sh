@@ -40,7 +40,7 @@ valid_set=              # validation data dir name (default: dev_<lang>)
 test_sets=              # space-separated test data dir names (default: test_<lang>)
 valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default per preset)
 test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default per preset)
-train_threads=2         # torch threads of the (single) training job
+train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name

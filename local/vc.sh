@@ -64,7 +64,7 @@ tts_config=              # default: conf/train_tts_vi_<preset>.yaml
 tts_args=                # extra ESPnet TTS trainer arguments
 tts_token_type=char      # char|phn (espeak-ng Vietnamese phonemes)
 tts_inference_model=latest.pth
-tts_inference_args="--maxlenratio 10.0 --minlenratio 0.0"
+tts_inference_args="--maxlenratio 5.0 --minlenratio 0.0"  # Tacotron2: <= 5 decoder steps per character
 tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR transcripts
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
 # conversion / evaluation
@@ -372,8 +372,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       --out "${tts_data}/${name}_pairs"
     _n=$(nlines "${dumpdir}/raw/${_src}/wav.scp"); _nt=$(nlines "${tts_data}/${name}_pairs/text")
     if [ "${_nt}" -lt "${_n}" ]; then
-      log "  WARNING: $((_n - _nt)) of ${_n} sources got an empty ASR transcript; they are synthesised from a pause mark"
-      python -m pyutils.vc.prep tts-dir --text <(awk 'NF==1 {print $1, ","; next} {print}' "${asr_exp}/decode/${_src}/text") \
+      log "  WARNING: $((_n - _nt)) of ${_n} sources got an empty ASR transcript; they get a one-syllable placeholder ('a')"
+      python -m pyutils.vc.prep tts-dir --text <(awk 'NF==1 {print $1, "a"; next} {print}' "${asr_exp}/decode/${_src}/text") \
         --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
         --out "${tts_data}/${name}_pairs"
     fi

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-TAGS = ("breath", "sniff", "laugh", "cry", "cough", "throat clearing", "sneeze", "sigh",
-        "gasp", "snore", "yawn", "hum", "moan", "hiss", "lipsmack", "burp")  # cross-check of the yaml
+from pyutils.tags import challenge_tags
+
+TAGS = tuple(challenge_tags())  # the 16 challenge tags (conf/nvv_tags.yaml)
 COLLAR = {"en": 2, "zh": 5}
 _TAG = re.compile(r"\[([^\[\]]*)\]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")

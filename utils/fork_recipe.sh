@@ -95,7 +95,7 @@ Forked from \`$(basename "${src}")\` with \`utils/fork_recipe.sh ... --lang ${la
 1. **Text normalisation (FORK HOOK)**: \`pyutils/asr/text_norm.py\`, register a
    function for \`${lang}\` (\`@register("${lang}")\`). Registered now: ${have_norm}
    (otherwise the generic normaliser runs: NFKC, lower-case, punctuation removed).
-2. **Data**: the offline mini corpus (\`chorus-synth nvv\`) exists for en/zh only; point
+2. **Data**: stage 0 makes a mini corpus with \`chorus-synth nvv\` (en/zh) or \`pyutils.asr.tagged_corpus\` (vi); for other languages point
    stage 1 at Kaldi data dirs (\`--mini_dir DIR\` holding data/{train,dev,test}) or set
    real corpora in db.sh.
 3. **Scoring**: the Track 1 scorer knows en/zh; other languages are scored with

@@ -48,6 +48,8 @@ def boundary_map(ref: Sequence[int], hyp: Sequence[int], lowest: int = 0) -> Lis
     while s < n and s < m and ref[n - 1 - s] == hyp[m - 1 - s]:
         s += 1
     n2, m2 = n - s, m - s
+    if lowest > m2:  # every needed boundary lies inside the common suffix
+        return [0] * (m2 + 1) + list(range(n2 + 1, n + 1))
     r = ref[:n2]
     h = hyp[:m2]
     out = _boundary_map_core(r, h, n2, m2, lowest)

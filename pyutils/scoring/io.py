@@ -105,16 +105,25 @@ def check_id_sets(ref_ids, hyp_ids, hyp_path: Optional[str], what: str = "utt_id
 
 
 def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to a temp file in the same folder, then ``os.replace``."""
+    """Write ``text`` to a temp file in the same folder, then ``os.replace``.
+
+    Code OUTPUT_WRITE_ERROR when the folder or file cannot be written.
+    """
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
+    tmp = None
     try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write ({exc.strerror or type(exc).__name__})",
+                           path) from None
     except BaseException:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
         raise
 

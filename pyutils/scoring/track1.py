@@ -56,7 +56,7 @@ from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
 from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged
 from pyutils.tags import challenge_tags
 
-PROTOCOL_NAME = "NVVSpeech Challenge Track 1 Official Evaluation"
+PROTOCOL_NAME = "NVVSpeech Challenge Track 1 evaluation (re-implemented by chorus-score)"
 PROTOCOL_VERSION = "1.0.0"
 COLLAR = {"en": 2, "zh": 5}
 WEIGHTS = {"F1": 0.70, "mNTD": 0.20, "Err": 0.10}
@@ -422,6 +422,9 @@ def summary_lines(result: Mapping[str, Any]) -> List[str]:
             f"mNTD={r['mNTD']:.6f} ({r['mNTD_num_utterances']} utts) "
             f"tagged_{r['tagged_transcript_error_name']}={r['tagged_transcript_error']:.6f} "
             f"Track1Score={r['Track1Score']:.6f}")
+        c = r["score_components"]
+        lines.append(f"      Track1Score = {c['0.70*F1_micro']:.4f} (0.70*F1) + {c['0.20*(1-mNTD)']:.4f} (0.20*(1-mNTD))"
+                     f" + {c['0.10*(1-min(Err,1))']:.4f} (0.10*(1-min(Err,1)))")
         worst = sorted((t for t, c in r["per_tag"].items() if c["reference"] or c["prediction"]),
                        key=lambda t: (r["per_tag"][t]["f1"], t))[:3]
         if worst:
