@@ -72,7 +72,9 @@ def main():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--tokens", type=int, default=40)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (the recipe trains with 1)")
     a = p.parse_args()
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     results = {}
     for name, cfg, builder in (("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),

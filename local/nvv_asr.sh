@@ -146,7 +146,6 @@ if [ -z "${inference_config}" ]; then
 fi
 if [ -z "${asr_tag}" ]; then
   asr_tag=$(basename "${asr_config}" .yaml)
-  [ "${lang}" != en ] || true
   asr_tag+="_${lang}_${token_type}"
   [ "${token_type}" = bpe ] && asr_tag+=${nbpe}
   [ "${nvv_tags}" = true ] || asr_tag+="_notags"
@@ -510,7 +509,8 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     _nj=$(min "${inference_nj}" "$(nlines "${_data}/wav.scp")")
     split_keys "${_data}/wav.scp" "${_logdir}/keys.scp" "${_nj}"
     _rc=0
-    OMP_NUM_THREADS=$(( (_ncpu + _nj - 1) / _nj )) \
+    # One thread per job (Kaldi convention; oversubscribed OpenMP threads spin).
+    OMP_NUM_THREADS=1 \
     timed espnet asr_inference ${decode_cmd} --gpu "${_ngpu_inf}" JOB=1:"${_nj}" "${_logdir}/asr_inference.JOB.log" \
       python -m espnet2.bin.asr_inference --batch_size 1 --ngpu "${_ngpu_inf}" \
         --data_path_and_name_and_type "${_data}/wav.scp,speech,sound" \
@@ -582,11 +582,12 @@ fi
 if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
   _cur_stage=8
   log "stage 8: package Track 1 submissions for: ${package_sets}"
-  mkdir -p submission
+  _subdir=submission/$(basename "${asr_exp}")
+  mkdir -p "${_subdir}"
   for dset in ${package_sets}; do
     _dir=${decode_root}/${dset}
     [ -f "${_dir}/text" ] || { echo "$0: ${_dir}/text not found: decode ${dset} first (stage 6, --test_sets)" >&2; exit 1; }
-    _sub=submission/track1_${dset}.jsonl
+    _sub=${_subdir}/track1_${dset}.jsonl
     chorus-score package-track1 --text "${_dir}/text" --ref-ids "${dumpdir}/raw/${dset}/wav.scp" \
       --out "${_sub}" --zip "${_sub%.jsonl}.zip"
     chorus-score validate-track1 --hyp "${_sub}"

@@ -34,6 +34,8 @@ stop_stage=8            # last stage to run
 nj=2                    # parallel jobs for dump and baselines
 corpus_dir=corpus/sqa_mini_${preset}   # where stage 0 writes the mini corpus
 seed=0                  # corpus seed
+n_mels=80               # log-mel bins
+vad_feature=false       # append the silero-vad speech probability to the features
 data_dir=data           # Kaldi-style data dirs
 dump_dir=dump           # features + 16 kHz audio
 exp_dir=exp             # models, logs, results
@@ -42,9 +44,11 @@ dev_set=dev             # set used for early stopping and tuning
 test_sets=test          # space-separated sets to infer and score
 train_config=conf/train_${preset}.yaml   # training hyper-parameters
 tag=${preset}           # model dir is exp/sqa_<tag>
-prep_opts=""            # extra options for `chorus-prep qualispeech` (real data)
+score_column="Overall quality"   # QualiSpeech column used as the reference score
+prep_opts=""            # extra options for `chorus-prep qualispeech` (real data), e.g. "--untimed-fault drop"
 run_baselines=true      # stage 4 on/off
 num_plots=4             # recordings plotted in stage 7
+submission_dir=submission   # stage 8 output dir
 copy_results=auto       # copy RESULTS.md into the recipe dir (auto: only for preset default)
 help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop-stage M] [options]
 Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals."
@@ -52,6 +56,7 @@ Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause in
 . ./path.sh
 . ./cmd.sh
 . ./db.sh
+qualispeech=${QUALISPEECH:-}   # QualiSpeech root (default: QUALISPEECH in db.sh); empty = mini corpus
 . utils/parse_options.sh
 
 if [ $# -ne 0 ]; then
@@ -64,7 +69,7 @@ model_dir=${exp_dir}/sqa_${tag}
 stats_file=${exp_dir}/sqa_stats_${tag}/feats_stats.npz
 all_sets="${train_set} ${dev_set} ${test_sets}"
 baseline_dir=${exp_dir}/sqa_baselines_${tag}
-real_corpus=${QUALISPEECH:-}
+real_corpus=${qualispeech}
 mkdir -p "${exp_dir}"
 # wall time across resumed runs: seconds spent by earlier runs of this recipe (stage 0 resets it)
 [ ${stage} -le 0 ] && echo 0 > "${exp_dir}/.sqa_seconds"
@@ -73,7 +78,7 @@ trap 'echo $(( SECONDS + prior_seconds )) > "${exp_dir}/.sqa_seconds"' EXIT
 
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   if [ -n "${real_corpus}" ]; then
-    log "stage 0: using QualiSpeech at ${real_corpus} (db.sh); nothing to generate"
+    log "stage 0: using QualiSpeech at ${real_corpus}; nothing to generate"
   elif [ -f "${corpus_dir}/.done" ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"
   else
@@ -89,9 +94,12 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
   log "stage 1: data preparation"
   if [ -n "${real_corpus}" ]; then
     mkdir -p "${exp_dir}/log"
+    log "  chorus-prep qualispeech --src ${real_corpus} (log ${exp_dir}/log/prep_qualispeech.log)"
     # shellcheck disable=SC2086
-    ${train_cmd} "${exp_dir}/log/prep_qualispeech.log" \
-      chorus-prep qualispeech --src "${real_corpus}" --out "${data_dir}" ${prep_opts}
+    chorus-prep qualispeech --src "${real_corpus}" --out "${data_dir}" --score-column "${score_column}" \
+      ${prep_opts} > "${exp_dir}/log/prep_qualispeech.log" 2>&1 \
+      || { tail -n 20 "${exp_dir}/log/prep_qualispeech.log"; exit 1; }
+    tail -n 5 "${exp_dir}/log/prep_qualispeech.log"
   else
     for s in ${all_sets}; do
       [ -d "${corpus_dir}/data/${s}" ] || { log "no ${corpus_dir}/data/${s}: run stage 0"; exit 1; }
@@ -115,7 +123,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
-    sig="$(md5sum < "${data_dir}/${s}/wav.scp" | cut -d' ' -f1)"
+    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature}") | md5sum | cut -d' ' -f1)"
     if [ -f "${out}/.done" ] && [ "$(cat "${out}/.done")" = "${sig}" ]; then
       log "  ${s}: already dumped"; continue
     fi
@@ -128,7 +136,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     awk -v n="${_nj}" -v d="${out}/split${nj}" '{ print > (d "/wav." ((NR - 1) % n + 1) ".scp") }' \
       "${data_dir}/${s}/wav.scp"
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
-      python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB
+      python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
+        --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad )
     for f in feats wav; do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
     done
@@ -196,15 +205,19 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
     grep -E '^epoch|^best|^stopping' "${model_dir}/log/train.log" | tail -n 3 | sed 's/^/    /'
     touch "${model_dir}/.train.done"
   fi
-  log "  tuning post-processing on ${dev_set} (log ${model_dir}/log/tune_postproc.log)"
-  _quick=""; [ "${preset}" = ci ] && _quick="--quick"
-  ${decode_cmd} "${model_dir}/log/infer_${dev_set}.log" \
-    python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${dev_set}" \
-      --outdir "${model_dir}/infer_${dev_set}"
-  ${decode_cmd} "${model_dir}/log/tune_postproc.log" \
-    python -m pyutils.sqa.postproc tune ${_quick} --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
-      --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
-  grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
+  if [ -f "${model_dir}/postproc.json" ] && [ "${model_dir}/postproc.json" -nt "${model_dir}/model.pt" ]; then
+    log "  post-processing already tuned: ${model_dir}/postproc.json"
+  else
+    log "  tuning post-processing on ${dev_set} (log ${model_dir}/log/tune_postproc.log)"
+    _quick=""; [ "${preset}" = ci ] && _quick="--quick"
+    ${decode_cmd} "${model_dir}/log/infer_${dev_set}.log" \
+      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${dev_set}" \
+        --outdir "${model_dir}/infer_${dev_set}"
+    ${decode_cmd} "${model_dir}/log/tune_postproc.log" \
+      python -m pyutils.sqa.postproc tune ${_quick} --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
+        --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
+    grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
+  fi
 fi
 
 if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
@@ -241,10 +254,10 @@ fi
 
 if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
   log "stage 8: package submissions"
-  mkdir -p submission
+  mkdir -p "${submission_dir}"
   for s in ${test_sets}; do
     python -m pyutils.sqa.package --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
-      --ids "${data_dir}/${s}/wav.scp" --out "submission/sqa_${s}.jsonl"
+      --ids "${data_dir}/${s}/wav.scp" --out "${submission_dir}/sqa_${s}.jsonl"
   done
 fi
 log "done (stages ${stage}..${stop_stage})"

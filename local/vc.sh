@@ -31,6 +31,14 @@ min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; ec
 nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 SECONDS=0
 _cmdline="$0 $*"
+# End a background job and everything it started (only ours, by process id).
+kill_tree() {
+  local pid=$1 child
+  for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
+  kill "${pid}" 2>/dev/null || true
+}
+_asr_pid=
+trap '[ -n "${_asr_pid}" ] && kill_tree "${_asr_pid}"' EXIT
 
 # ---------------------------------------------------------------- options
 stage=0                  # first stage to run
@@ -69,6 +77,7 @@ tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR tra
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
 # conversion / evaluation
 f0_match=false           # shift each output's median F0 to the reference's (sox pitch)
+parallel_train=true      # train the ASR (stage 4) in the background while stage 5 trains the TTS
 submission_dir=submission
 
 help_message=$(cat <<EOF
@@ -145,7 +154,7 @@ asr_common=(--lang vi --token_type char --nvv_tags false --preset "${preset}" --
 tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj "${nj}"
   --skip_data_prep true --data_dir "${tts_data}" --dump_dir "${tts_dump}" --exp_dir "${expdir}"
   --tts_config "${tts_config}" --tts_exp "${tts_exp}" --train_set tts_train --valid_set tts_dev
-  --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}")
+  --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}" --test_max_utts 0)
 mkdir -p "${vc_exp}/log"
 
 log "${_cmdline}"
@@ -312,21 +321,32 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 4
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+asr_stage() {  # $1: torch threads of the ASR training
   if [ -n "${pretrained_asr}" ]; then
     log "stage 4: ASR: pretrained ${pretrained_asr} (task 1), not trained"
   else
     log "stage 4: Vietnamese character ASR (${asr_config}) -> ${asr_exp} (local/nvv_asr.sh stages 2-6)"
     mkdir -p "${asr_exp}"
     local_asr --stage 2 --stop_stage 6 --test_sets dev_text --asr_config "${asr_config}" \
-      ${asr_args:+--asr_args "${asr_args}"} 2>&1 | tee "${vc_exp}/log/asr.log"
+      --train_threads "$1" ${asr_args:+--asr_args "${asr_args}"}
     _wer=$(python -m pyutils.vc.evaluate wer --ref "${dumpdir}/raw/dev_text/text" \
       --hyp "${asr_exp}/decode/dev_text/text" 2>/dev/null || echo "n/a")
+    echo "${_wer}" > "${asr_exp}/wer_dev_text.txt"
     log "  ASR WER on dev_text (held-out utterances of training speakers): ${_wer}"
   fi
   if [ "${tts_audio_only_asr}" = true ] && [ -f "${dumpdir}/raw/train_audio/wav.scp" ]; then
     log "stage 4: ASR transcripts of the audio-only set (for TTS training)"
-    asr_decode train_audio 2>&1 | tee -a "${vc_exp}/log/asr.log"
+    asr_decode train_audio
+  fi
+}
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+  if [ "${parallel_train}" = true ] && [ "${stop_stage}" -ge 5 ] && [ "${tts_audio_only_asr}" = false ] \
+     && [ -z "${pretrained_asr}" ] && [ -z "${pretrained_tts}" ]; then
+    log "stage 4: ASR training runs in the background, in parallel with stage 5 (log: ${vc_exp}/log/asr.log)"
+    asr_stage 1 > "${vc_exp}/log/asr.log" 2>&1 &
+    _asr_pid=$!
+  else
+    asr_stage auto 2>&1 | tee "${vc_exp}/log/asr.log"
   fi
 fi
 
@@ -353,7 +373,19 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
     fi
     ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 5 --test_sets tts_dev \
       --spk_embed_dim "${_edim}" ${tts_args:+--train_args "${tts_args}"} 2>&1 | tee "${vc_exp}/log/tts.log"
+    [ -e "${tts_exp}/${tts_inference_model}" ] || { echo "$0: no ${tts_exp}/${tts_inference_model}; see ${tts_exp}/log/train.log" >&2; exit 1; }
   fi
+fi
+
+if [ -n "${_asr_pid}" ]; then
+  log "stage 4: waiting for the background ASR training (log: ${vc_exp}/log/asr.log)"
+  _rc=0; wait "${_asr_pid}" || _rc=$?
+  _asr_pid=
+  if [ "${_rc}" -ne 0 ]; then
+    tail -n 25 "${vc_exp}/log/asr.log" >&2
+    echo "$0: stage 4 (ASR) failed; see ${vc_exp}/log/asr.log" >&2; exit 1
+  fi
+  grep -E "ASR WER on dev_text|successfully finished" "${vc_exp}/log/asr.log" | tail -n 2
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -427,7 +459,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"
-  grep -E "^(## |Score:|SIM_gain:)" "${vc_exp}/RESULTS.md" | sed 's/^/  /'
+  python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md" | sed 's/^/  /'
   if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ]; then
     cp "${vc_exp}/RESULTS.md" RESULTS.md
     for name in ${pairs_sets}; do

@@ -51,3 +51,16 @@ def test_save_load_roundtrip(tmp_path):
     x = torch.randn(1, 30, 20)
     assert torch.allclose(model(x, torch.tensor([30]))["score"], loaded(x, torch.tensor([30]))["score"])
     assert extra["note"] == "x" and mean.shape == (20,)
+
+
+def test_vad_feature_column():
+    pytest.importorskip("silero_vad")
+    from pyutils.sqa.features import extract
+
+    rng = np.random.default_rng(0)
+    t = np.arange(16000) / 16000
+    x = np.concatenate([np.zeros(8000), 0.3 * np.sin(2 * np.pi * 150 * t) * (1 + 0.3 * rng.standard_normal(16000))])
+    f = extract(x.astype(np.float32), {"n_mels": 40, "vad": True})
+    assert f.shape == (1 + len(x) // 160, 41)
+    assert 0.0 <= f[:, -1].min() and f[:, -1].max() <= 1.0
+    assert np.array_equal(f[:, :40], fbank(x.astype(np.float32), 40))

@@ -95,3 +95,20 @@ def test_summary_counts_pairs_with_gain():
     s = R.summarize(rows)
     assert s["n"] == 2 and s["frac_gain_pos"] == 0.5
     assert math.isclose(s["sim_gain"], 7.5)
+
+
+def test_results_check(tmp_path):
+    good = tmp_path / "good.md"
+    good.write_text("# t\n\n## test\n\nScore: 12.5\nSIM_gain: -0.4\n\n## test2\nScore: 1\nSIM_gain: 2\n")
+    assert R.check(str(good)) == {"test": {"Score": 12.5, "SIM_gain": -0.4},
+                                  "test2": {"Score": 1.0, "SIM_gain": 2.0}}
+    assert R.main(["--check", str(good)]) == 0
+    bad = tmp_path / "bad.md"
+    bad.write_text("## test\nScore: 3\n## other\nScore: 1\nSIM_gain: 2\n")
+    with pytest.raises(ValueError, match="section test lacks SIM_gain"):
+        R.check(str(bad))
+    assert R.main(["--check", str(bad)]) == 2
+    nan = tmp_path / "nan.md"
+    nan.write_text("## test\nScore: n/a\nSIM_gain: 1\n")
+    with pytest.raises(ValueError, match=":2: Score is not a number"):
+        R.check(str(nan))

@@ -6,10 +6,12 @@ Modules, one job each:
 - ``audio``     robust audio loading (mono, 16 kHz) with clear errors
 - ``features``  log-mel fbank extraction, dumping to ark/scp, global stats
 - ``dataset``   training/inference datasets and padding collate
-- ``model``     conv + BiGRU multi-task network at the 20 ms grid
+- ``augment``   on-the-fly faults with exact intervals (pyutils/synth/faults.py)
+- ``model``     conv front-end + BiGRU or TCN multi-task network at the 20 ms grid
 - ``train``     the training loop (``python -m pyutils.sqa.train``)
 - ``infer``     frame probabilities and the submission JSONL
-- ``postproc``  frames -> intervals and its grid search on dev
+- ``postproc``  frames -> intervals and its search on dev
 - ``baselines`` non-learned baselines (silero-vad pauses, DNSMOS, energy noise)
-- ``report``    RESULTS.md; ``plots`` figures; ``diagnose`` the ``chorus-sqa`` CLI
+- ``report``    RESULTS.md; ``plots`` figures; ``package`` the submission JSONL
+- ``diagnose``  the ``chorus-sqa`` CLI
 """

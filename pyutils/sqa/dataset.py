@@ -27,7 +27,7 @@ def load_refs(path: str) -> Dict[str, dict]:
 class SQADataset(torch.utils.data.Dataset):
     def __init__(self, feats_scp: str, utt2dur: str, ref_jsonl: Optional[str] = None,
                  wav_scp: Optional[str] = None, augment_prob: float = 0.0,
-                 augmenter: Optional[Callable] = None, seed: int = 0):
+                 augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
@@ -44,6 +44,7 @@ class SQADataset(torch.utils.data.Dataset):
         self.augment_prob = augment_prob if augmenter is not None and self.wavs else 0.0
         self.augmenter = augmenter
         self.rng = np.random.default_rng(seed)
+        self.feats_cfg = feats_cfg
 
     def __len__(self) -> int:
         return len(self.utts)
@@ -81,7 +82,7 @@ class SQADataset(torch.utils.data.Dataset):
 
     def _augmented(self, utt: str) -> Optional[dict]:
         from pyutils.sqa.audio import AudioError, load_audio
-        from pyutils.sqa.features import fbank
+        from pyutils.sqa.features import extract
 
         ref = self.refs.get(utt)
         try:
@@ -91,7 +92,7 @@ class SQADataset(torch.utils.data.Dataset):
         y, faults = self.augmenter(x, self.rng, ref)
         if y is None:
             return None
-        feats = fbank(y, n_mels=int(np.asarray(self.feats[utt]).shape[1]))
+        feats = extract(y, self.feats_cfg)
         n = num_grid_frames(len(y) / 16000.0)
         return self._item(utt, feats, n, {"faults": faults, "score": 3.0}, score_weight=0.0)
 

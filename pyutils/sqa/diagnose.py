@@ -37,7 +37,7 @@ def find_audio(paths):
 
 def load_diagnoser(model_dir: str):
     """-> callable(x) -> row dict, using model.pt and postproc.json of ``model_dir``."""
-    from pyutils.sqa.features import fbank
+    from pyutils.sqa.features import extract
     from pyutils.sqa.infer import predict
     from pyutils.sqa.model import load_model
     from pyutils.sqa.postproc import DEFAULT_PARAMS, make_row
@@ -45,7 +45,8 @@ def load_diagnoser(model_dir: str):
     model_path = os.path.join(model_dir, "model.pt")
     if not os.path.exists(model_path):
         raise SystemExit(f"chorus-sqa: no model.pt in {model_dir} (train one: egs/sqa/run.sh)")
-    model, mean, std, _ = load_model(model_path)
+    model, mean, std, extra = load_model(model_path)
+    feats_cfg = extra.get("features") or {"n_mels": int(mean.shape[0]), "vad": False}
     pp_path = os.path.join(model_dir, "postproc.json")
     if os.path.exists(pp_path):
         with open(pp_path, encoding="utf-8") as f:
@@ -56,7 +57,7 @@ def load_diagnoser(model_dir: str):
 
     def diagnose(x, name):
         dur = len(x) / SAMPLE_RATE
-        o = predict(model, mean, std, fbank(x, int(mean.shape[0])), dur)
+        o = predict(model, mean, std, extract(x, feats_cfg), dur)
         row = make_row(name, o["score"], o["frame_probs"], o["utt_probs"], params, dur)
         row["duration"] = round(dur, 3)
         return row

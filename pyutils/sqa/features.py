@@ -2,7 +2,8 @@
 
 Features: power STFT (25 ms Hann window, 10 ms hop, 512-point FFT, centred
 frames) -> ``n_mels`` triangular mel filters (Slaney, 0-8 kHz) ->
-``log(max(mel, 1e-10))``. Frame ``j`` is centred at ``j * 10 ms``; the model's
+``log(max(mel, 1e-10))``; optionally (``--vad``) one more column with the
+silero-vad speech probability. Frame ``j`` is centred at ``j * 10 ms``; the model's
 stride 2 brings two frames onto one 20 ms scoring frame.
 
 CLI (one job of a ``${train_cmd} JOB=1:nj`` array)::
@@ -52,6 +53,39 @@ def fbank(x: np.ndarray, n_mels: int = 80) -> np.ndarray:
     return np.log(np.maximum(mel, 1e-10)).astype(np.float32)
 
 
+_VAD = None
+
+
+def vad_probs(x: np.ndarray, n_frames: int) -> np.ndarray:
+    """(n_frames,) silero-vad speech probability at the 10 ms frame centres.
+
+    silero-vad scores 512-sample (32 ms) chunks; each chunk's probability is
+    placed at its centre and linearly interpolated onto ``j * 10 ms``.
+    """
+    global _VAD
+    import torch
+
+    if _VAD is None:
+        from silero_vad import load_silero_vad
+
+        _VAD = load_silero_vad(onnx=True)
+    with torch.no_grad():
+        probs = _VAD.audio_forward(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
+                                   SAMPLE_RATE).reshape(-1).numpy()
+    centres = (np.arange(len(probs)) * 512 + 256) / SAMPLE_RATE
+    return np.interp(np.arange(n_frames) * HOP / SAMPLE_RATE, centres, probs).astype(np.float32)
+
+
+def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
+    """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False}``):
+    log-mel, plus the silero-vad speech probability as a last column if ``vad``."""
+    cfg = {"n_mels": 80, "vad": False, **(cfg or {})}
+    feats = fbank(x, int(cfg["n_mels"]))
+    if cfg["vad"]:
+        feats = np.concatenate([feats, vad_probs(x, feats.shape[0])[:, None]], axis=1)
+    return feats
+
+
 def _is_plain_16k_mono(entry: str) -> bool:
     if entry.rstrip().endswith("|"):
         return False
@@ -62,15 +96,24 @@ def _is_plain_16k_mono(entry: str) -> bool:
     return info.samplerate == SAMPLE_RATE and info.channels == 1
 
 
-def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80) -> int:
+def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False) -> int:
     """Extract features of one wav.scp piece; returns the number skipped.
 
     Writes ``feats.JOB.{ark,scp}``, ``wav.JOB.scp`` (16 kHz mono; resampled
     copies go to ``wav/``), ``utt2num_frames.JOB``, ``utt2dur.JOB`` and
-    ``bad.JOB`` (``<utt> <reason>`` of every skipped recording).
+    ``bad.JOB`` (``<utt> <reason>`` of every skipped recording), and
+    ``feats_config.json`` (what :func:`extract` needs to reproduce them).
     """
+    import json
+
     import kaldiio
 
+    cfg = {"n_mels": n_mels, "vad": vad}
+    cfg_path = os.path.join(outdir, "feats_config.json")
+    os.makedirs(outdir, exist_ok=True)
+    with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    os.replace(f"{cfg_path}.{job}.tmp", cfg_path)
     os.makedirs(os.path.join(outdir, "wav"), exist_ok=True)
     entries = list(read_scp(wav_scp))
     ark = os.path.join(outdir, f"feats.{job}.ark")
@@ -92,7 +135,7 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80) -> int:
                 tmp = wav_path + ".tmp.wav"
                 sf.write(tmp, x, SAMPLE_RATE, subtype="PCM_16")
                 os.replace(tmp, wav_path)
-            feats = fbank(x, n_mels)
+            feats = extract(x, cfg)
             writer(utt, feats)
             wav_lines.append(f"{utt} {wav_path}")
             nf_lines.append(f"{utt} {feats.shape[0]}")
@@ -138,12 +181,13 @@ def main(argv=None) -> int:
     d.add_argument("--outdir", required=True)
     d.add_argument("--job", default="1")
     d.add_argument("--n-mels", type=int, default=80)
+    d.add_argument("--vad", action="store_true", help="append the silero-vad speech probability")
     s = sub.add_parser("stats", help="global mean/std of a feats.scp")
     s.add_argument("--feats-scp", required=True)
     s.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "dump":
-        dump(args.wav_scp, args.outdir, args.job, args.n_mels)
+        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad)
         return 0
     stats = global_stats(args.feats_scp)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

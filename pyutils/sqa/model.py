@@ -1,8 +1,8 @@
 """Multi-task SQA network at the 20 ms scoring grid.
 
 Input: normalised log-mel frames at 10 ms (B, T, F). A conv front-end with one
-stride-2 layer brings them to 20 ms (T' = ceil(T / 2)); a bidirectional GRU
-gives context; three heads read the encoder output:
+stride-2 layer brings them to 20 ms (T' = ceil(T / 2)); a bidirectional GRU or
+a dilated-conv TCN gives context; three heads read the encoder output:
 
 - frame fault head: per-frame logits for (noise, distortion, pause);
 - utterance presence head: logits from [mean-pool ; max-pool] of the encoder;

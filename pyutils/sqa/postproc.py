@@ -11,8 +11,9 @@ Per fault, with parameters ``(median, threshold, merge_gap, min_dur, utt_thresho
 
 A fault is reported present iff at least one interval survives, so a present
 fault always carries intervals. Each fault's F1 and IoU depend only on its own
-parameters, so :func:`tune` picks, per fault, the grid point maximising
-``F1 + IoU`` as measured by :func:`pyutils.scoring.sqa.score_sqa` on dev.
+parameters, so :func:`tune` picks, per fault, the parameters maximising
+``F1 + IoU`` as measured by :func:`pyutils.scoring.sqa.score_sqa` on dev
+(coordinate search over :data:`GRID`).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.postproc", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tune", help="grid-search post-processing on dev outputs")
+    t = sub.add_parser("tune", help="search post-processing parameters on dev outputs")
     t.add_argument("--outputs", required=True, help="outputs.npz of pyutils.sqa.infer on dev")
     t.add_argument("--ref", required=True, help="dev reference JSONL")
     t.add_argument("--out", required=True, help="postproc.json to write (saved with the model)")

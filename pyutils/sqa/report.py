@@ -51,6 +51,17 @@ def _train_summary(model_dir):
     return len(rows), secs, best[0], float(best[2])
 
 
+def _encoder_name(model_dir) -> str:
+    try:
+        import yaml
+
+        with open(os.path.join(model_dir, "config.yaml"), encoding="utf-8") as f:
+            enc = (yaml.safe_load(f).get("model") or {}).get("encoder", "gru")
+    except OSError:
+        return "conv + encoder"
+    return {"gru": "conv + BiGRU", "tcn": "conv + TCN"}.get(enc, enc)
+
+
 def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None) -> str:
     lines = [f"# SQA results ({os.path.basename(os.path.normpath(model_dir))}, preset {preset})", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
@@ -82,7 +93,7 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                ["F1_macro", "IoU_macro", "Final"]
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
-        lines.append(_row("model (conv+BiGRU, tuned post-proc.)", r))
+        lines.append(_row(f"model ({_encoder_name(model_dir)}, tuned post-proc.)", r))
         b = _load(os.path.join(baseline_dir, s, "score_combined.json")) if baseline_dir else None
         if b is not None:
             lines.append(_row("baselines combined", b))

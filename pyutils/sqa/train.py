@@ -20,6 +20,7 @@ Writes ``OUTDIR/model.pt`` (best dev loss), ``OUTDIR/last.pt`` (resume point,
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -140,8 +141,13 @@ def train(args) -> int:
     augmenter = make_augmenter() if cfg["augment_prob"] > 0 else None
     d = args.train_dir
     wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
+    feats_cfg = {"n_mels": int(mean.shape[0]), "vad": False}
+    if os.path.exists(f"{d}/feats_config.json"):
+        with open(f"{d}/feats_config.json", encoding="utf-8") as f:
+            feats_cfg = json.load(f)
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
-                           augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"])
+                           augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
+                           feats_cfg=feats_cfg)
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref)
     if len(train_set) == 0:
         raise SystemExit(f"no training examples in {d} with references in {args.train_ref}")
@@ -221,7 +227,8 @@ def train(args) -> int:
         if dev_loss < best:
             best = dev_loss
             save_model(os.path.join(args.outdir, "model.pt"), model.cpu(), stats,
-                       {"epoch": epoch, "dev_loss": dev_loss, "train_config": cfg})
+                       {"epoch": epoch, "dev_loss": dev_loss, "train_config": cfg,
+                        "features": feats_cfg})
             model.to(device)
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                     "seconds": time.time() - t_start, "epoch": epoch, "best": best}, last_path + ".tmp")

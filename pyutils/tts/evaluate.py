@@ -33,6 +33,11 @@ from pyutils.tts.audio import read_scp, resample, write_lines_atomic
 from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half, tag_counts
 
 SR = 16000
+_T0 = __import__("time").time()
+
+
+def log(msg: str) -> None:
+    print(f"evaluate [{__import__('time').time() - _T0:6.1f}s]: {msg}", file=sys.stderr)
 
 
 def load_16k(path: str) -> np.ndarray:
@@ -124,12 +129,34 @@ def fd_metrics(real: np.ndarray, synth: np.ndarray) -> dict:
     return out
 
 
-def dnsmos_scores(wavs: Dict[str, np.ndarray]) -> Dict[str, Dict[str, float]]:
-    from speechmos import dnsmos
+def _dnsmos_model():
+    """speechmos' DNSMOS (P.835 + P.808 ONNX models from the wheel) on ONE non-spinning thread.
 
+    ``speechmos.dnsmos.run`` opens its sessions with onnxruntime defaults (a
+    spin-waiting thread per core), which on a shared machine is many times slower.
+    """
+    import onnxruntime as ort
+    from speechmos import dnsmos as dm
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    base = os.path.dirname(dm.__file__)
+    model = dm.DNSMOS.__new__(dm.DNSMOS)
+    model.primary_model_path = os.path.join(base, "dnsmos_models", "sig_bak_ovr.onnx")
+    model.onnx_sess = ort.InferenceSession(model.primary_model_path, opts, providers=["CPUExecutionProvider"])
+    model.p808_onnx_sess = ort.InferenceSession(os.path.join(base, "dnsmos_models", "model_v8.onnx"), opts,
+                                                providers=["CPUExecutionProvider"])
+    return model
+
+
+def dnsmos_scores(wavs: Dict[str, np.ndarray]) -> Dict[str, Dict[str, float]]:
+    """DNSMOS SIG/BAK/OVRL per utterance (same computation as ``speechmos.dnsmos.run``)."""
+    model = _dnsmos_model()
     out = {}
     for u, x in wavs.items():
-        r = dnsmos.run(x, SR)
+        r = model(np.clip(x, -1.0, 1.0), SR, False)
         out[u] = {"SIG": float(r["sig_mos"]), "BAK": float(r["bak_mos"]), "OVRL": float(r["ovrl_mos"])}
     return out
 
@@ -164,7 +191,7 @@ def main(argv=None) -> int:
     if not utts:
         raise SystemExit(f"evaluate: no synthesised utterance of {a.real_dir} found in {a.synth_scp}")
     missing = sorted(set(refs) - set(synth_scp))
-    print(f"evaluate: {len(utts)} utterances ({len(missing)} of the test set not synthesised)", file=sys.stderr)
+    log(f"{len(utts)} utterances ({len(missing)} of the test set not synthesised)")
     refs = {u: refs[u] for u in utts}
 
     metrics: dict = {"num_utterances": len(utts), "not_synthesised": len(missing), "lang": a.lang}
@@ -178,7 +205,7 @@ def main(argv=None) -> int:
         metrics["asr_note"] = "no NVV-ASR model: CER/PCER/OCER/F1/mNTD not computed"
 
     # 2. audio metrics
-    print("evaluate: loading audio, resemblyzer embeddings", file=sys.stderr)
+    log(f"loading audio, resemblyzer embeddings")
     from resemblyzer import VoiceEncoder, preprocess_wav
 
     enc = VoiceEncoder("cpu", verbose=False)
@@ -196,7 +223,7 @@ def main(argv=None) -> int:
     metrics["speaker"] = speaker_metrics(real_emb, synth_emb, utt2spk)
     metrics["frechet"] = fd_metrics(np.stack([real_emb[u] for u in sorted(real_emb)]),
                                     np.stack([synth_emb[u] for u in sorted(synth_emb)]))
-    print("evaluate: DNSMOS", file=sys.stderr)
+    log(f"DNSMOS")
     dn_s = dnsmos_scores(synth_wav)
     dn_r = dnsmos_scores(real_wav)
     metrics["dnsmos_synth"] = {k: mean_of(dn_s, k) for k in ("SIG", "BAK", "OVRL")}
@@ -231,16 +258,16 @@ def main(argv=None) -> int:
                       tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
         metrics["plot"] = "spectrograms.png"
     except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
-        print(f"evaluate: WARNING: plot failed: {e!r}", file=sys.stderr)
+        log(f"WARNING: plot failed: {e!r}")
         metrics["plot"] = None
 
     with open(os.path.join(a.out_dir, "metrics.json.tmp"), "w", encoding="utf-8") as f:
         json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))
     os.replace(os.path.join(a.out_dir, "metrics.json.tmp"), os.path.join(a.out_dir, "metrics.json"))
     s = metrics["speaker"]
-    print(f"evaluate: SIM={s['SIM']:.3f} (real LOO {s['SIM_real_leave_one_out']:.3f}) "
-          f"OVRL={metrics['dnsmos_synth']['OVRL']:.2f} (real {metrics['dnsmos_real']['OVRL']:.2f}) "
-          f"FD={metrics['frechet']['FD']:.3f}", file=sys.stderr)
+    log(f"SIM={s['SIM']:.3f} (real LOO {s['SIM_real_leave_one_out']:.3f}) "
+        f"OVRL={metrics['dnsmos_synth']['OVRL']:.2f} (real {metrics['dnsmos_real']['OVRL']:.2f}) "
+        f"FD={metrics['frechet']['FD']:.3f}")
     return 0
 
 

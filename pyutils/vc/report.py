@@ -8,7 +8,7 @@ For each test set the report has the machine-checked lines::
 then the component means, how each proxy is computed, and example rows; a
 scatter plot of SIM(ref,out) against SIM(src,out) goes next to it.
 
-CLI::
+CLI (``--check RESULTS.md`` verifies those lines, exit 2 if one is missing)::
 
     python -m pyutils.vc.report --set test exp/.../components.tsv exp/.../score.json \
         [--set test2 ...] --title "..." --note "..." --output exp/vc/RESULTS.md
@@ -134,8 +134,51 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
     return "\n".join(lines)
 
 
+def check(path: str) -> Dict[str, Dict[str, float]]:
+    """Parse a RESULTS.md: every ``## <set>`` section must hold one numeric
+    ``Score:`` and one ``SIM_gain:`` line. Returns {set: {"Score", "SIM_gain"}}."""
+    import re
+
+    sets: Dict[str, Dict[str, float]] = {}
+    current = None
+    with open(path, "r", encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            head = re.match(r"^## (\S+)\s*$", line)
+            if head:
+                current = head.group(1)
+                sets[current] = {}
+                continue
+            m = re.match(r"^(Score|SIM_gain): (\S+)\s*$", line)
+            if m:
+                if current is None:
+                    raise ValueError(f"{path}:{line_no}: {m.group(1)} line outside a '## <set>' section")
+                if m.group(1) in sets[current]:
+                    raise ValueError(f"{path}:{line_no}: second {m.group(1)} line in section {current}")
+                try:
+                    sets[current][m.group(1)] = float(m.group(2))
+                except ValueError:
+                    raise ValueError(f"{path}:{line_no}: {m.group(1)} is not a number: {m.group(2)!r}") from None
+    if not sets:
+        raise ValueError(f"{path}: no '## <set>' section")
+    for name, vals in sets.items():
+        missing = [k for k in ("Score", "SIM_gain") if k not in vals]
+        if missing:
+            raise ValueError(f"{path}: section {name} lacks {', '.join(missing)}")
+    return sets
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description="Write RESULTS.md for the VC recipe.")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--check"]:
+        try:
+            for name, vals in check(argv[1]).items():
+                print(f"{name}: Score {vals['Score']:.2f}, SIM_gain {vals['SIM_gain']:.2f}")
+        except (ValueError, OSError, IndexError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    ap = argparse.ArgumentParser(description="Write RESULTS.md for the VC recipe "
+                                 "(or check one: --check RESULTS.md).")
     ap.add_argument("--set", nargs=3, action="append", required=True,
                     metavar=("NAME", "COMPONENTS_TSV", "SCORE_JSON"))
     ap.add_argument("--title", default="Vietnamese zero-shot VC (egs/vivc)")

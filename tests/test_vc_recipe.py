@@ -1,0 +1,42 @@
+"""egs/vivc front door: syntax, --help, refused option combinations (no training)."""
+
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECIPE = os.path.join(ROOT, "egs", "vivc")
+
+
+def _run(*args):
+    return subprocess.run(["./run.sh", *args], cwd=RECIPE, capture_output=True, text=True, timeout=60)
+
+
+def test_stage_script_parses():
+    subprocess.run(["bash", "-n", os.path.join(ROOT, "local", "vc.sh")], check=True)
+
+
+def test_recipe_layout():
+    for link in ("cmd.sh", "path.sh", "db.sh", "utils", "local"):
+        assert os.path.islink(os.path.join(RECIPE, link)), link
+    for preset in ("ci", "default", "large"):
+        for kind in ("train_spk_xvector", "train_asr_vi", "train_tts_vi"):
+            assert os.path.isfile(os.path.join(RECIPE, "conf", f"{kind}_{preset}.yaml")), (kind, preset)
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "tools", "venv", "bin", "python")),
+                    reason="tools/venv not built")
+def test_help_and_refusals(tmp_path):
+    out = _run("--help")
+    assert out.returncode == 0
+    assert "--pretrained_asr" in out.stdout + out.stderr or "--pretrained-asr" in out.stdout + out.stderr
+
+    out = _run("--task", "2", "--pretrained_asr", str(tmp_path))
+    assert out.returncode == 2 and "Task 2" in out.stderr.replace("task 2", "Task 2")
+
+    out = _run("--preset", "huge")
+    assert out.returncode == 2 and "--preset" in out.stderr
+
+    out = _run("--task", "1", "--pretrained_tts", str(tmp_path))   # no config.yaml there
+    assert out.returncode == 2 and "config.yaml" in out.stderr
