@@ -82,6 +82,7 @@ def main():
         with open(os.path.join(RECIPE, cfg)) as f:
             conf = yaml.safe_load(f)
         step, n_params = builder(conf, a.batch, a.tokens, a.seconds, vocab=80)
+        torch.set_num_threads(a.threads)  # importing a model module may change it
         step()  # warm-up
         t0 = time.perf_counter()
         for _ in range(a.steps):

@@ -72,7 +72,7 @@ inference_model=valid.acc.ave.pth  # checkpoint file under asr_exp
 inference_tag=           # decode dir name (default: decode_<inference config name>_<model>)
 decode_root=             # where decode outputs go (default: <asr_exp>/<inference_tag>)
 score_nvbench=true       # also run `chorus-score nvbench`
-copy_results=auto        # copy RESULTS.md to the recipe dir (auto: only for --preset default)
+copy_results=auto        # copy <decode dir>/RESULTS.md to the exp dir and the recipe dir (auto: recipe dir only for --preset default; false: neither)
 
 help_message=$(cat <<EOF
 Usage: $0 [options]   (run from a recipe dir through its run.sh)
@@ -203,6 +203,23 @@ _nlsyms_opt=()
 [ "${token_type}" = char ] && [ "${nvv_tags}" = true ] && _nlsyms_opt=(--non_linguistic_symbols "${nlsyms_txt}")
 _bpe_opt=()
 [ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
+
+# RESULTS.md of this decode (stage 7; refreshed at the end of the run with the final
+# timing): ${decode_root}/RESULTS.md, copied to ${asr_exp}/ (unless --copy_results false)
+# and to the recipe dir after a default run.
+write_results() {
+  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
+    --start "${_run_t0}" --stages "${stage}-${_cur_stage}" --json "${decode_root}/overhead.json" > /dev/null
+  python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
+    --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
+    --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
+    --out "${decode_root}/RESULTS.md"
+  [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
+  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
+    cp "${decode_root}/RESULTS.md" RESULTS.md
+    log "  RESULTS.md -> $(pwd)/RESULTS.md"
+  fi
+}
 
 log "${_cmdline}"
 log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" = true ] && echo "mini corpus" || echo "${corpora}") asr_exp=${asr_exp}"
@@ -564,18 +581,9 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
     fi
     _scored+=("${dset}")
   done
-  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
-    --start "${_run_t0}" --json "${asr_exp}/overhead.json" > /dev/null
-  python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
-    --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
-    --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
-    --out "${asr_exp}/RESULTS.md"
-  log "  ${asr_exp}/RESULTS.md:"
-  grep -E '^(## |Track1Score|WER|CER)' "${asr_exp}/RESULTS.md" | sed 's/^/    /' || true
-  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    cp "${asr_exp}/RESULTS.md" RESULTS.md
-    log "  copied to $(pwd)/RESULTS.md"
-  fi
+  write_results
+  log "  ${decode_root}/RESULTS.md:"
+  grep -E '^(## |Track1Score|WER|CER)' "${decode_root}/RESULTS.md" | sed 's/^/    /' || true
 fi
 
 # ---------------------------------------------------------------- stage 8
@@ -597,8 +605,13 @@ fi
 
 _run_t1=$(date +%s.%N)
 if [ -s "${timing_tsv}" ] && grep -q "^${run_id}	" "${timing_tsv}"; then
-  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" --end "${_run_t1}" \
-    | while read -r line; do log "${line}"; done
+  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" \
+    --end "${_run_t1}" --stages "${stage}-${stop_stage}" | while read -r line; do log "${line}"; done
+  # Stage 7 wrote RESULTS.md before stage 8 ran: refresh it with the whole run's timing.
+  if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 8 ] && [ -f "${decode_root}/RESULTS.md" ]; then
+    _cur_stage=${stop_stage}
+    write_results > /dev/null
+  fi
 fi
 log "successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"
 exit 0

@@ -31,6 +31,8 @@ nj=2                    # parallel jobs (data, stats, synthesis)
 ngpu=0                  # GPUs for training (0 = CPU)
 gpu_inference=false     # synthesise on GPU
 corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read paths from db.sh)
+corpus_splits="train dev test"  # names of the corpus' train/dev/test data dirs (real corpora: e.g. "train validation test")
+unmapped=drop_tag       # real corpora: labels without a challenge tag (drop_tag|keep_text|drop_utt, see chorus-prep)
 corpus_dir=             # corpus location (default: corpus/nvv_<lang>_<preset>, or the identical one of ../nvv_asr_<lang>)
 data_dir=data           # Kaldi data dirs
 dump_dir=dump           # dumped, tokenised data
@@ -152,7 +154,8 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
     if [ -z "${_src}" ]; then
       echo "$0: --corpus ${corpus} needs its path in db.sh" >&2; exit 1
     fi
-    chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}" --lang "${lang}"
+    chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}/data" --nj "${nj}" --unmapped "${unmapped}"
+    touch "${corpus_dir}/.done"
   fi
 fi
 
@@ -161,7 +164,8 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
   log "stage 1: data prep -> ${data_dir}/{${train_set},${valid_set},${test_sets// /,}}"
   if ! ${skip_data_prep}; then
     # corpus split names: train dev test
-    for pair in "train:${train_set}" "dev:${valid_set}" "test:${test_sets%% *}"; do
+    read -r _ctr _cdv _cte <<< "${corpus_splits}"
+    for pair in "${_ctr}:${train_set}" "${_cdv}:${valid_set}" "${_cte}:${test_sets%% *}"; do
       _src=${corpus_dir}/data/${pair%%:*}
       _dst=${data_dir}/${pair#*:}
       [ -d "${_src}" ] || { echo "$0: ${_src} missing (run stage 0)" >&2; exit 1; }

@@ -153,3 +153,11 @@ def test_results_md_track1score_lines(tmp_path):
     assert scores[1] < 50.0          # the tag was missed: F1 = 0
     assert len(scores) == 2
     assert "| laugh | 1 | 1 | 1 |" in text
+
+
+def test_decode_dir_rejects_untrained_exp(tmp_path):
+    scp = tmp_path / "wav.scp"
+    scp.write_text("u1 /nonexistent.wav\n")
+    r = subprocess.run([sys.executable, "-m", "pyutils.asr.decode_dir", "--asr-exp", str(tmp_path / "exp" / "asr_x"),
+                        "--wav-scp", str(scp), "--out", str(tmp_path / "text")], capture_output=True, text=True)
+    assert r.returncode != 0 and "config.yaml not found" in r.stderr

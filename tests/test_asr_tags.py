@@ -132,3 +132,25 @@ def test_wer_units_and_rate():
     assert wer.units("你好[laugh]吗", "zh", True) == ["你", "好", "[laugh]", "吗"]
     res = wer.error_rate({"u1": "xin chào bạn", "u2": "tôi đi"}, {"u1": "xin chào"}, "vi", False)
     assert res["edits"] == 3 and res["ref_units"] == 5 and res["missing_hyp"] == 1
+
+
+def test_espnet_tokenizers_keep_tags_atomic(tmp_path):
+    """The tokenizers ESPnet itself builds from our files (char + nlsyms, sentencepiece)."""
+    from espnet2.text.char_tokenizer import CharTokenizer
+    from espnet2.text.sentencepiece_tokenizer import SentencepiecesTokenizer
+
+    tags = tags_text.internal_tokens()
+    char = CharTokenizer(non_linguistic_symbols=tags)
+    for tag in tags:
+        text = f"你好{tag}吗{tag}"
+        toks = char.text2tokens(text)
+        assert toks == ["你", "好", tag, "吗", tag]
+        assert char.tokens2text(toks) == text
+    txt = tmp_path / "train.txt"
+    txt.write_text("\n".join(f"we like green tea {t} every day" for t in tags * 10) + "\n")
+    model = tokens.train_bpe(str(txt), 40, str(tmp_path / "bpe"))
+    sp = SentencepiecesTokenizer(model)
+    for tag in tags:
+        toks = sp.text2tokens(f"green {tag} tea")
+        assert tag in toks
+        assert tags_text.from_internal(sp.tokens2text(toks)) == tags_text.from_internal(f"green {tag} tea")

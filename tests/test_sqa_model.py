@@ -9,11 +9,11 @@ from pyutils.sqa.features import fbank
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model
 
 
-@pytest.mark.parametrize("encoder", ["gru", "tcn"])
-def test_forward_shapes_at_20ms(encoder):
+@pytest.mark.parametrize("encoder,pooling", [("gru", "att"), ("tcn", "att"), ("tcn", "rich")])
+def test_forward_shapes_at_20ms(encoder, pooling):
     torch.manual_seed(0)
     model = SQAModel(ModelConfig(input_dim=40, conv_channels=16, rnn_hidden=8, rnn_layers=1,
-                                 encoder=encoder, tcn_dilations=(1, 2))).eval()
+                                 encoder=encoder, tcn_dilations=(1, 2), score_pooling=pooling)).eval()
     durs = [1.0, 0.73, 0.31]
     feats = [fbank(np.random.default_rng(i).standard_normal(int(d * 16000)).astype(np.float32) * 0.1, 40)
              for i, d in enumerate(durs)]

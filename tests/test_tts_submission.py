@@ -62,3 +62,25 @@ def test_loudness_normalisation(tmp_path):
     assert postprocess_scp(str(tmp_path / "in.scp"), str(tmp_path / "o"), str(tmp_path / "o.scp")) == 1
     x, sr = sf.read(str(tmp_path / "o" / "q.wav"))
     assert sr == 16000 and np.abs(x).max() > 0.05
+
+
+def test_check_scp_materialises_pipes_and_resamples(tmp_path):
+    from pyutils.tts.audio import check_scp
+
+    src = tmp_path / "a.wav"
+    sf.write(src, _tone(22050), 22050)
+    ok = tmp_path / "b.wav"
+    sf.write(ok, _tone(16000), 16000)
+    scp = tmp_path / "wav.scp"
+    scp.write_text(f"a {src}\nb {ok}\nc cat {src} |\n")
+    assert check_scp(str(scp), 16000, str(tmp_path / "fix")) == 2
+    rows = dict(line.split(maxsplit=1) for line in scp.read_text().splitlines())
+    assert rows["b"] == str(ok)
+    for k in ("a", "c"):
+        info = sf.info(rows[k])
+        assert info.samplerate == 16000 and info.channels == 1
+    scp.write_text(f"d {tmp_path}/missing.wav\n")
+    import pytest
+
+    with pytest.raises(ValueError, match=r"wav.scp:1: d: cannot read"):
+        check_scp(str(scp), 16000, str(tmp_path / "fix"))

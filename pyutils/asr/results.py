@@ -168,7 +168,7 @@ def _flatten(d, prefix=""):
 
 def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
           asr_config: str, inference_config: str, data: str) -> str:
-    ov = _load(os.path.join(exp, "overhead.json")) or {}
+    ov = _load(os.path.join(decode_root, "overhead.json")) or _load(os.path.join(exp, "overhead.json")) or {}
     ms = _model_summary(exp)
     cfg = os.path.join(exp, "config.yaml")
     lines = [
@@ -187,7 +187,9 @@ def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], 
     ]
     if ov:
         steps = ov.get("steps_s", {})
-        lines.append(f"- timing of this run so far (stages {','.join(map(str, ov.get('stages', [])))}): wall "
+        st = ov.get("stages", [])
+        st = st if isinstance(st, str) else ",".join(map(str, st))
+        lines.append(f"- timing of this run (stages {st}; load above): wall "
                      f"{_fmt(ov.get('wall_total_s'), 1)} s; corpus generation {_fmt(ov.get('corpus_s'), 1)} s; "
                      f"training {_fmt(steps.get('asr_train'), 1)} s; ESPnet commands {_fmt(ov.get('espnet_s'), 1)} s "
                      f"+ ESPnet-equivalent steps {_fmt(ov.get('espnet_equiv_s'), 1)} s; recipe overhead "

@@ -125,6 +125,7 @@ def main(argv=None) -> int:
     s.add_argument("--run-id", required=True)
     s.add_argument("--start", type=float, default=None, help="run start (epoch s); default: first step")
     s.add_argument("--end", type=float, default=None, help="run end (epoch s); default: now")
+    s.add_argument("--stages", default=None, help="label of the stages run, e.g. 0-8")
     s.add_argument("--json", default=None)
     s = sub.add_parser("rtf")
     s.add_argument("--logdir", required=True)
@@ -134,11 +135,13 @@ def main(argv=None) -> int:
     if a.cmd == "overhead":
         rows = read_timing(a.timing, a.run_id)
         end = a.end if a.end is not None else time.time()
-        work_rows = [r for r in rows if r["kind"] != "corpus"]
-        start = a.start if a.start is not None else (min(r["t0"] for r in work_rows) if work_rows else end)
-        res = overhead(work_rows, start, end)
-        res["corpus_s"] = round(sum(r["t1"] - r["t0"] for r in rows if r["kind"] == "corpus"), 2)
-        msg = (f"recipe overhead (stages {','.join(map(str, res['stages']))}): wall {res['wall_total_s']:.1f} s, "
+        start = a.start if a.start is not None else (min(r["t0"] for r in rows) if rows else end)
+        res = overhead(rows, start, end)   # subtracts the corpus time from the wall time
+        if a.stages:
+            res["stages"] = a.stages
+        label = res["stages"] if isinstance(res["stages"], str) else ",".join(map(str, res["stages"]))
+        msg = (f"recipe overhead (stages {label}): wall {res['wall_total_s']:.1f} s (of which corpus generation "
+               f"{res['corpus_s']:.1f} s, not counted), "
                f"ESPnet commands {res['espnet_s']:.1f} s + ESPnet-equivalent steps {res['espnet_equiv_s']:.1f} s, "
                f"recipe {res['recipe_s']:.1f} s -> overhead {res['overhead_pct']} % "
                f"({res['overhead_vs_espnet_only_pct']} % vs espnet2.bin commands alone)")

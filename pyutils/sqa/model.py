@@ -29,6 +29,10 @@ class ModelConfig:
     dropout: float = 0.1
     encoder: str = "gru"        # "gru" (BiGRU) or "tcn" (dilated convolutions, faster on CPU)
     tcn_dilations: tuple = (1, 2, 4, 8, 16)
+    # score head input: "att" = attention pooling + fault fractions; "rich" adds
+    # max pooling and each fault's predicted duration in seconds (the reference
+    # penalties depend on coverage, severity and absolute pause length)
+    score_pooling: str = "att"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,7 +96,11 @@ class SQAModel(nn.Module):
         self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
         self.utt_head = nn.Linear(2 * d, len(FAULTS))
         self.att = nn.Linear(d, 1)
-        self.score_head = nn.Sequential(nn.Linear(d + len(FAULTS), h), nn.GELU(), nn.Linear(h, 1))
+        k = len(FAULTS)
+        score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
+        if cfg.score_pooling not in ("att", "rich"):
+            raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
+        self.score_head = nn.Sequential(nn.Linear(score_in, h), nn.GELU(), nn.Linear(h, 1))
 
     def forward(self, feats: torch.Tensor, lengths: torch.Tensor):
         """feats (B, T, F), lengths (B,) -> dict with
@@ -130,7 +138,11 @@ class SQAModel(nn.Module):
         pooled = (att.unsqueeze(-1) * enc).sum(1)
         # fraction of frames the frame head marks as faulty: a strong cue for the score
         frac = (torch.sigmoid(frame_logits) * m).sum(1) / m.sum(1).clamp(min=1.0)
-        z = self.score_head(torch.cat([pooled, frac], dim=-1)).squeeze(-1)
+        if self.cfg.score_pooling == "att":
+            z = self.score_head(torch.cat([pooled, frac], dim=-1)).squeeze(-1)
+        else:
+            secs = (torch.sigmoid(frame_logits) * m).sum(1) * 0.02  # predicted seconds per fault
+            z = self.score_head(torch.cat([pooled, mx, frac, torch.log1p(secs)], dim=-1)).squeeze(-1)
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
         return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
                 "lengths": out_lens, "mask": mask}

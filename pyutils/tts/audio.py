@@ -133,8 +133,22 @@ def check_scp(scp: str, fs: int, fix_dir: str) -> int:
     rows = read_scp(scp)
     out, fixed = [], 0
     for lineno, (uid, path) in enumerate(rows, 1):
-        if path.endswith("|"):
-            raise ValueError(f"{scp}:{lineno}: {uid}: pipes are not supported, give a file path")
+        if path.rstrip().endswith("|"):
+            # a command writing audio (e.g. chorus-prep's ffmpeg/sox pipes): ESPnet's "sound"
+            # reader needs files, so materialise it at the model rate
+            import io
+            import subprocess
+
+            r = subprocess.run(path.rstrip()[:-1], shell=True, capture_output=True)
+            if r.returncode != 0:
+                raise ValueError(f"{scp}:{lineno}: {uid}: command failed: {r.stderr.decode(errors='replace')[-300:]}")
+            x, sr = sf.read(io.BytesIO(r.stdout), always_2d=True)
+            os.makedirs(fix_dir, exist_ok=True)
+            path = os.path.abspath(os.path.join(fix_dir, f"{uid}.wav"))
+            sf.write(path, resample(x.mean(axis=1), sr, fs).astype(np.float32), fs, subtype="PCM_16")
+            fixed += 1
+            out.append(f"{uid} {path}\n")
+            continue
         try:
             info = sf.info(path)
         except Exception as e:  # noqa: BLE001 - report any unreadable file the same way
@@ -148,7 +162,7 @@ def check_scp(scp: str, fs: int, fix_dir: str) -> int:
             fixed += 1
         out.append(f"{uid} {path}\n")
     write_lines_atomic(scp, out)
-    print(f"{scp}: {len(rows)} files readable, {fixed} converted to {fs} Hz mono", file=sys.stderr)
+    print(f"{scp}: {len(rows)} entries readable, {fixed} converted/materialised at {fs} Hz mono", file=sys.stderr)
     return fixed
 
 

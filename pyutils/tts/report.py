@@ -116,7 +116,9 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> 
                    f"resemblyzer cosine to the speaker's real-audio centroid; synthesis vs OTHER speakers: "
                    f"{_f(sp['SIM_synth_vs_other_speakers'])} |")
         for k in ("SIG", "BAK", "OVRL"):
-            out.append(f"| DNSMOS {k} | {_f(m['dnsmos_synth'][k], nd=2)} | {_f(m['dnsmos_real'][k], nd=2)} | P.835 (speechmos) |")
+            n_ref = m["dnsmos_real"].get("n")
+            out.append(f"| DNSMOS {k} | {_f(m['dnsmos_synth'][k], nd=2)} | {_f(m['dnsmos_real'][k], nd=2)}"
+                       f"{f' ({n_ref} utts)' if n_ref else ''} | P.835 (speechmos) |")
         out.append(f"| FD | {_f(fd['FD'])} | {_f(fd.get('FD_real_split_half'))} (real half vs half) | "
                    f"Fréchet distance, {fd['embedding']}; half-size real vs synth: {_f(fd.get('FD_half_size'))} |")
         out.append(f"| mean duration (s) | {_f(m['duration_s']['synth_mean'], nd=2)} | "

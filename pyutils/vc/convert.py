@@ -7,8 +7,8 @@ quality), mixes down, peak-limits to avoid clipping, and writes atomically.
 Missing TTS outputs are all reported together.
 
 Optional ``--f0-match``: shift the pitch of each output so its median F0
-equals the reference clip's (pYIN F0 from librosa; shift by resampling
-through sox's ``pitch`` effect). It is a plain signal-processing step of the
+equals the reference clip's (torchaudio's pitch detector; the shift by
+sox's ``pitch`` effect). It is a plain signal-processing step of the
 cascade, documented as such in the recipe README; off unless asked for.
 
 CLI::
@@ -50,12 +50,24 @@ def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
 
 
 def median_f0(wav: np.ndarray, sr: int = SR) -> Optional[float]:
-    """Median F0 (Hz) over voiced frames, or None when nothing is voiced."""
-    import librosa
+    """Median F0 (Hz) over the louder half of the frames, or None for silence.
 
-    f0, voiced, _ = librosa.pyin(wav, fmin=60.0, fmax=500.0, sr=sr, frame_length=1024)
-    f0 = f0[voiced & np.isfinite(f0)] if f0 is not None else np.array([])
-    return float(np.median(f0)) if f0.size >= 5 else None
+    F0 per frame from torchaudio's normalised cross-correlation pitch detector
+    (``detect_pitch_frequency``, pure PyTorch; librosa's pYIN is avoided: its
+    numba kernels crash in this environment). Quiet frames carry no pitch, so
+    only frames at or above the median frame energy count.
+    """
+    import torch
+    import torchaudio.functional as AF
+
+    wav = np.asarray(wav, dtype=np.float32).reshape(-1)
+    if wav.size < sr // 10 or float(np.max(np.abs(wav))) < 1e-4:
+        return None
+    f0 = AF.detect_pitch_frequency(torch.from_numpy(wav), sr, freq_low=60, freq_high=500).numpy()
+    frames = np.array_split(wav, len(f0))
+    energy = np.array([float(np.mean(c ** 2)) if c.size else 0.0 for c in frames])
+    keep = (energy >= np.median(energy)) & np.isfinite(f0)
+    return float(np.median(f0[keep])) if keep.sum() >= 3 else None
 
 
 def pitch_shift(wav: np.ndarray, semitones: float, sr: int = SR) -> np.ndarray:

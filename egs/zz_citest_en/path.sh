@@ -1,0 +1,1 @@
+../../egs/TEMPLATE/path.sh
