@@ -352,12 +352,13 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     mkdir -p "${_dir}/wav" "${_dir}/durations"
     for i in $(seq "${_nj}"); do
       mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
-      [ -f "${_logdir}/output.${i}/durations/durations" ] && cat "${_logdir}/output.${i}/durations/durations"
+      if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
-    find "$(pwd)/${_dir}/wav" -name '*.wav' | LC_ALL=C sort | \
+    _abs=$(cd "${_dir}" && pwd)
+    find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \
       awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
     # post-processing: 16 kHz mono PCM16, loudness -23 dBFS (active speech), peak <= -1 dBFS
-    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "$(pwd)/${_dir}/wav16k" "${_dir}/wav.scp"
+    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp"
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
   done
 fi
@@ -386,7 +387,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
         ${decode_cmd} "${_edir}/log/asr_${_what}.log" \
           ${python} -m pyutils.asr.decode_dir --asr-exp "$(cd "${asr_exp}" && pwd)" \
             --wav-scp "${_scp}" --out "${_edir}/asr_${_what}/text" --nj "${nj}" \
-            --work-dir "$(pwd)/${_edir}/asr_${_what}/work"
+            --work-dir "$(cd "${_edir}" && pwd)/asr_${_what}/work"
         _asr_opts+=" --asr-${_what}-text ${_edir}/asr_${_what}/text"
       done
     fi

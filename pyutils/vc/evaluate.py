@@ -217,11 +217,26 @@ def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,
         result.append(item)
         if i % 10 == 0 or i == len(rows):
             log(f"evaluated {i}/{len(rows)} pairs")
+    add_mismatched_control(rows, out_dir, result, sim)
     return result
 
 
+def add_mismatched_control(rows, out_dir, result, sim) -> None:
+    """Control for the speaker conditioning: ``sim_otherref_out`` = mean SIM
+    between a pair's output and the reference clips of the *other* pairs
+    (other target voices, except clips identical to the pair's own). If the
+    TTS follows its reference, SIM(ref,out) clearly exceeds this value; if it
+    ignores it, both are equal. Not part of the challenge score."""
+    refs = [row["target"] for row in rows]
+    for row, item in zip(rows, result):
+        out_wav = os.path.join(out_dir, row["name"])
+        others = [r for r in refs if r != row["target"]]
+        item["sim_otherref_out"] = (round(float(np.mean([sim.sim(r, out_wav) for r in others])), 3)
+                                    if others else float("nan"))
+
+
 COLUMNS = ("utt_id", "sim_ref_out", "sim_src_out", "mos", "wer",
-           "sim_src_ref", "dnsmos_ovrl", "ref_text", "hyp_text")
+           "sim_src_ref", "sim_otherref_out", "dnsmos_ovrl", "ref_text", "hyp_text")
 
 
 def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
@@ -232,7 +247,7 @@ def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("\t".join(COLUMNS) + "\n")
         for row in rows:
-            handle.write("\t".join(str(row[c]).replace("\t", " ") for c in COLUMNS) + "\n")
+            handle.write("\t".join(str(row.get(c, "nan")).replace("\t", " ") for c in COLUMNS) + "\n")
     os.replace(tmp, path)
 
 

@@ -56,8 +56,10 @@ def summarize(rows: List[Dict[str, str]]) -> Dict[str, float]:
         return float(np.mean([float(r[col]) for r in rows]))
 
     out = {c: mean(c) for c in ("sim_ref_out", "sim_src_out", "mos", "wer")}
-    if rows and "sim_src_ref" in rows[0]:
-        out["sim_src_ref"] = mean("sim_src_ref")
+    for extra in ("sim_src_ref", "sim_otherref_out"):
+        if rows and extra in rows[0]:
+            vals = [float(r[extra]) for r in rows if r[extra] not in ("", "nan")]
+            out[extra] = float(np.mean(vals)) if vals else float("nan")
     out["sim_gain"] = out["sim_ref_out"] - out["sim_src_out"]
     out["n"] = len(rows)
     out["frac_gain_pos"] = float(np.mean([float(r["sim_ref_out"]) > float(r["sim_src_out"])
@@ -120,6 +122,13 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
             f"{100 * m['frac_gain_pos']:.0f}% |",
             "",
         ]
+        if np.isfinite(m.get("sim_otherref_out", float("nan"))):
+            lines += [
+                f"Conditioning control: SIM(ref,out) {m['sim_ref_out']:.2f} vs "
+                f"{m['sim_otherref_out']:.2f} between each output and the references of the "
+                "other pairs (equal values would mean the TTS ignores its reference).",
+                "",
+            ]
         if s.get("plot"):
             lines += [f"![SIM per pair]({os.path.basename(s['plot'])})", ""]
         lines += ["Example rows:", "",

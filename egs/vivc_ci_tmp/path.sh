@@ -1,0 +1,1 @@
+../TEMPLATE/path.sh

@@ -1,1 +1,0 @@
-../../egs/TEMPLATE/cmd.sh

@@ -1,1 +1,0 @@
-../../egs/TEMPLATE/path.sh
