@@ -66,7 +66,7 @@ if [ $# -ne 0 ]; then
 fi
 
 model_dir=${exp_dir}/sqa_${tag}
-stats_file=${exp_dir}/sqa_stats_${tag}/feats_stats.npz
+stats_file=${dump_dir}/${train_set}/feats_stats.npz   # lives with the features it describes
 all_sets="${train_set} ${dev_set} ${test_sets}"
 baseline_dir=${exp_dir}/sqa_baselines_${tag}
 real_corpus=${qualispeech}
@@ -159,8 +159,8 @@ fi
 
 if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
   log "stage 3: global feature statistics of ${train_set}"
-  mkdir -p "$(dirname "${stats_file}")/log"
-  ${train_cmd} "$(dirname "${stats_file}")/log/stats.log" \
+  mkdir -p "${dump_dir}/${train_set}/log"
+  ${train_cmd} "${dump_dir}/${train_set}/log/stats.log" \
     python -m pyutils.sqa.features stats --feats-scp "${dump_dir}/${train_set}/feats.scp" --out "${stats_file}"
 fi
 

@@ -1,1 +1,0 @@
-../TEMPLATE/cmd.sh

@@ -1,1 +1,0 @@
-../TEMPLATE/db.sh

@@ -1,1 +1,0 @@
-../TEMPLATE/path.sh
