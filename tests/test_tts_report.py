@@ -35,7 +35,7 @@ def test_report_lines(tmp_path):
                                                                  ("test_b", str(tmp_path / "b"))])
     assert re.findall(r"^PCER: (.*)$", text, re.M) == ["0.750", "not computed (no NVV-ASR model; see note)"]
     assert re.findall(r"^SIM: (.*)$", text, re.M) == ["0.610", "0.610"]
-    assert "| laugh | 2 | 1 | 50.0 % | 50.0 % |" in text
+    assert "| laugh | 2 | 1 | 50.0 % | 1 (100.0 %) | 50.0 % |" in text
     assert "| CER | 80.0 % | 5.0 % |" in text
     assert "not measured (no NVV-ASR model)" in text
 

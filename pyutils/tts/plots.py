@@ -51,13 +51,15 @@ def _logmel(x: np.ndarray, sr: int) -> np.ndarray:
 
 
 def _shade(ax, spans, color):
-    xmax = ax.get_xlim()[1]
+    xlim = ax.get_xlim()
+    xmax = xlim[1]
     for label, s, e in spans:
         if e - s < 0.02:  # the model gave the tag token (almost) no time
             label += " (~0 s)"
         ax.axvspan(s, max(e, s + 0.01), color=color, alpha=0.3)
         ax.text(min(s, 0.85 * xmax), ax.get_ylim()[1] * 0.92, label, color="white", fontsize=8,
                 bbox=dict(facecolor=color, alpha=0.8, pad=1, edgecolor="none"))
+    ax.set_xlim(*xlim)
 
 
 def plot_examples(png: str, utts: Sequence[str], refs: Dict[str, str], real: Dict[str, np.ndarray],

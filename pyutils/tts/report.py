@@ -126,15 +126,15 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> 
         out.append("")
         if a_s:
             out += ["Per tag (does the model realise it? recall of the tag in the NVV-ASR output, position not checked):", "",
-                    "| tag | requested | found in synthesis | recall synth | recall real (ASR ceiling) |",
-                    "|---|---|---|---|---|"]
+                    "| tag | requested | found in synthesis | recall synth | ASR emitted it on synthesis (precision) | recall real (ASR ceiling) |",
+                    "|---|---|---|---|---|---|"]
             real_tab = a_r["per_tag"] if a_r else {}
             for tag, r in a_s["per_tag"].items():
-                if not r["requested"]:
+                if not r["requested"] and not r["in_hyp"]:
                     continue
                 rr = real_tab.get(tag, {})
                 out.append(f"| {tag} | {r['requested']} | {r['found']} | {_f(r['recall'], True)} | "
-                           f"{_f(rr.get('recall'), True)} |")
+                           f"{r['in_hyp']} ({_f(r['precision'], True)}) | {_f(rr.get('recall'), True)} |")
             out.append("")
         else:
             out += [f"Note: {m.get('asr_note', 'no ASR')}. Train `egs/nvv_asr_{lang}` (`./run.sh` there) or pass "
