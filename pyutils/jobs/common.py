@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,3 +206,19 @@ def read_exit_code(log: str | Path) -> int | None:
         return None
     m = re.findall(r"^# Ended \(code (-?\d+)\)", tail, flags=re.M)
     return int(m[-1]) if m else None
+
+
+def backend_main(argv: list[str] | None, prog: str, doc: str, runner) -> int:
+    """Shared command-line entry of run.pl/slurm.pl: parse Kaldi-style argv, run.
+
+    Returns the process exit code: 0 all jobs ok, 1 some job failed, 2 bad usage.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(doc)
+        return 0
+    try:
+        return runner(parse_argv(argv, prog))
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2

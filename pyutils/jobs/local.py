@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import JobArray, UsageError, failure_report, log_footer, log_header, parse_argv
+from .common import JobArray, UsageError, backend_main, failure_report, log_footer, log_header
 
 PROG = "run.pl"
 
@@ -138,16 +138,7 @@ def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> i
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
-        return 0
-    try:
-        job = parse_argv(argv, PROG)
-        return run_array(job)
-    except UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
+    return backend_main(argv, PROG, __doc__, run_array)
 
 
 if __name__ == "__main__":

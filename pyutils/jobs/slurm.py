@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import JobArray, UsageError, failure_report, parse_argv, read_exit_code
+from .common import JobArray, UsageError, backend_main, failure_report, read_exit_code
 
 PROG = "slurm.pl"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -290,16 +290,7 @@ def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__)
-        return 0
-    try:
-        job = parse_argv(argv, PROG)
-        return submit_and_wait(job)
-    except UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
+    return backend_main(argv, PROG, __doc__, submit_and_wait)
 
 
 if __name__ == "__main__":
