@@ -455,7 +455,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   done
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
-    --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
+    --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"
