@@ -30,23 +30,11 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import soundfile as sf
 
+from pyutils.datadir.io import read_kv
+
 
 class AudioError(RuntimeError):
     pass
-
-
-def read_kv(path: str) -> List[Tuple[str, str]]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            parts = line.split(maxsplit=1)
-            if len(parts) != 2:
-                raise SystemExit(f"{path}:{n}: expected '<key> <value>', got {line!r}")
-            rows.append((parts[0], parts[1]))
-    return rows
 
 
 def _decode_bytes(data: bytes, what: str) -> Tuple[np.ndarray, int]:
@@ -116,7 +104,7 @@ def dump(wav_scp: str, out_dir: str, fs: int, segments: Optional[str] = None,
     """Dump every entry; returns (written, replaced_by_silence)."""
     wav_dir = os.path.join(out_dir, "wav")
     os.makedirs(wav_dir, exist_ok=True)
-    entries = read_kv(wav_scp)
+    entries = list(read_kv(wav_scp).items())
     segs = read_segments(segments) if segments else None
     scp_lines, dur_lines = [], []
     bad = 0
