@@ -32,6 +32,8 @@ import time
 from datetime import datetime
 from typing import Dict, List
 
+from pyutils.datadir.io import atomic_write
+
 ACCOUNT_RE = re.compile(r"# Accounting: time=([0-9.]+)")
 ESPNET_TS_RE = re.compile(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
@@ -152,10 +154,8 @@ def main(argv=None) -> int:
     print(msg)
     if a.json:
         res["message"] = msg
-        tmp = a.json + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic_write(a.json) as f:
             json.dump(res, f, indent=1)
-        os.replace(tmp, a.json)
     return 0
 
 

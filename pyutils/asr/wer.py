@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import List
 
@@ -23,6 +22,8 @@ from rapidfuzz.distance import Levenshtein
 from pyutils.asr import tags_text, text_norm
 from pyutils.asr.postprocess import read_text
 from pyutils.asr.prepare_text import str2bool
+
+from pyutils.datadir.io import atomic_write
 
 
 def units(text: str, lang: str, nvv_tags: bool) -> List[str]:
@@ -69,10 +70,8 @@ def main(argv=None) -> int:
     print(f"{res['name']}: {res['error_rate_pct']} % ({res['edits']} edits / {res['ref_units']} units, "
           f"{res['utts']} utterances)")
     if a.json:
-        tmp = a.json + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic_write(a.json) as f:
             json.dump(res, f, indent=1)
-        os.replace(tmp, a.json)
     return 0
 
 
