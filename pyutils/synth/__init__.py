@@ -16,3 +16,15 @@ from small procedural recipes (:mod:`pyutils.synth.nvv_sounds`).
 """
 
 SAMPLE_RATE = 16000
+
+
+def preset_sizes(presets: dict, splits, args) -> dict:
+    """Sizes of a preset, overridden by ``--num-<split>`` / ``--num-voices`` options."""
+    sizes = dict(presets[args.preset])
+    for split in splits:
+        value = getattr(args, f"num_{split}", None)
+        if value is not None:
+            sizes[split] = value
+    if getattr(args, "num_voices", None):
+        sizes["voices"] = args.num_voices
+    return sizes

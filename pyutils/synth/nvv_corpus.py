@@ -20,7 +20,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from pyutils.synth import SAMPLE_RATE
+from pyutils.synth import SAMPLE_RATE, preset_sizes
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.nvv_sounds import synthesize
 from pyutils.synth.sentences import split_pool, words
@@ -171,14 +171,7 @@ def write_outputs(out_dir: str, metas: List[dict], lang: str) -> None:
 
 # ---------------------------------------------------------------- cli glue
 def sizes_from_args(args) -> Dict[str, int]:
-    p = dict(PRESETS[args.preset])
-    for s in SPLITS:
-        v = getattr(args, f"num_{s}", None)
-        if v is not None:
-            p[s] = v
-    if getattr(args, "num_voices", None):
-        p["voices"] = args.num_voices
-    return p
+    return preset_sizes(PRESETS, SPLITS, args)
 
 
 def plan_from_args(args) -> List[dict]:

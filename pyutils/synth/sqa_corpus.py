@@ -16,7 +16,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from pyutils.synth import SAMPLE_RATE
+from pyutils.synth import SAMPLE_RATE, preset_sizes
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.faults import apply_random_faults, quality_score
 from pyutils.synth.sentences import sentence_pool
@@ -102,13 +102,7 @@ def render(item: dict, out_dir: str) -> dict:
 
 
 def plan_from_args(args) -> List[dict]:
-    p = dict(PRESETS[args.preset])
-    for s in SPLITS:
-        v = getattr(args, f"num_{s}", None)
-        if v is not None:
-            p[s] = v
-    if getattr(args, "num_voices", None):
-        p["voices"] = args.num_voices
+    p = preset_sizes(PRESETS, SPLITS, args)
     return plan(args.lang, p, p["voices"], args.seed)
 
 
