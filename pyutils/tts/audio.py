@@ -22,6 +22,8 @@ import numpy as np
 import soundfile as sf
 from scipy import signal
 
+from pyutils.datadir.io import atomic_write
+
 SUBMISSION_SR = 16000
 
 
@@ -39,10 +41,8 @@ def read_scp(path: str) -> List[Tuple[str, str]]:
 
 
 def write_lines_atomic(path: str, lines: List[str]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.writelines(lines)
-    os.replace(tmp, path)
 
 
 def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:

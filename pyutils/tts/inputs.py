@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from pyutils.datadir.io import atomic_write
 from pyutils.tts.frontend import FrontendError, split_tagged
 
 # utt_id becomes a file name (<utt_id>.wav) and a Kaldi key: no spaces, no slashes.
@@ -110,10 +111,8 @@ def check_kaldi_text(path: str) -> List[InputProblem]:
 
 
 def _write_atomic(path: str, lines: List[str]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.writelines(lines)
-    os.replace(tmp, path)
 
 
 def jsonl_to_datadir(path: str, out_dir: str, spk: str) -> int:
