@@ -7,6 +7,8 @@ if [ ! -x "${CHORUS_ROOT}/tools/venv/bin/python" ]; then
   return 1 2>/dev/null || exit 1
 fi
 export PATH="${CHORUS_ROOT}/tools/venv/bin:${CHORUS_ROOT}/utils:${PATH}"
+# This checkout's own pyutils first (a fork or a git worktree sharing one venv).
+export PYTHONPATH="${CHORUS_ROOT}${PYTHONPATH:+:${PYTHONPATH}}"
 export LC_ALL=C
 export PYTHONUNBUFFERED=1
 export PYTHONIOENCODING=UTF-8
