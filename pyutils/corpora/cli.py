@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .common import PrepError
+from .common import PrepError, atomic_write_text
 from .prep import Options
 
 CORPORA = ("track1_test", "nvbench", "emilia_nv", "nonverbaltts", "mnv17", "smiip_nv",
@@ -34,6 +34,9 @@ def _common(p: argparse.ArgumentParser, nvv: bool = True) -> None:
     p.add_argument("--nj", type=int, default=4, help="threads for probing audio")
     p.add_argument("--converter", choices=("ffmpeg", "sox"), default="ffmpeg",
                    help="tool in wav.scp pipes for audio that is not 16 kHz mono WAV/FLAC")
+    p.add_argument("--on-bad-row", choices=("error", "skip"), default="error",
+                   help="a malformed manifest row: stop with 'file:line: message' (default) "
+                        "or skip it and count it in prep_report.json")
     if nvv:
         p.add_argument("--unmapped", choices=("drop_tag", "keep_text", "drop_utt"),
                        default="drop_tag",
@@ -56,9 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("nvbench", help="NV-Bench subsets (zh_single, zh_multi, en_single, en_multi)")
     _common(p)
-    p = sub.add_parser("emilia_nv", help="Emilia-NV JSONL manifests")
+    p = sub.add_parser("emilia_nv", help="Emilia-NV WebDataset shards (or JSONL manifests)")
     _common(p)
-    p = sub.add_parser("nonverbaltts", help="NonverbalTTS (HF parquet or exported CSV/JSONL)")
+    p = sub.add_parser("nonverbaltts", help="NonverbalTTS (HF parquet / save_to_disk, or "
+                       "exported CSV/JSONL)")
     _common(p)
     p.add_argument("--emoji-map", default=None, help="TSV emoji<TAB>label overriding the table")
     p.add_argument("--extract-dir", type=Path, default=None,
@@ -69,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--dev-speakers", default="", help="comma-separated speakers for dev")
     p.add_argument("--test-speakers", default="", help="comma-separated speakers for test")
-    p = sub.add_parser("generic", help="any TSV/CSV/JSONL manifest of audio + tagged text")
+    p = sub.add_parser("generic", help="any TSV/CSV/JSONL manifest, or a headerless "
+                       "audio<TAB>text list, of audio + tagged text")
     _common(p)
     p.add_argument("--label-map", default=None,
                    help="YAML 'label: tag' or TSV label<TAB>tag (default: challenge tags only)")
@@ -102,7 +107,8 @@ def _split_list(value: Optional[str]) -> Optional[List[str]]:
 def run(args: argparse.Namespace) -> list:
     opts = Options(out=args.out, unmapped=getattr(args, "unmapped", "drop_tag"),
                    unknown=getattr(args, "unknown_label", "error"),
-                   max_duration=args.max_duration, nj=args.nj, converter=args.converter)
+                   max_duration=args.max_duration, nj=args.nj, converter=args.converter,
+                   on_bad_row=args.on_bad_row)
     splits = _split_list(args.splits)
     c = args.corpus
     if not args.src.exists():
@@ -140,13 +146,34 @@ def run(args: argparse.Namespace) -> list:
     raise PrepError(f"unknown corpus {c!r}")  # pragma: no cover (argparse checks)
 
 
+def write_log(out: Path, argv: List[str], error: Optional[str]) -> None:
+    """OUT/prep.log: the command and the summary printed for every split
+    (utterances, label counts mapped/aliased/dropped), kept next to the data."""
+    from . import prep
+
+    lines = ["chorus-prep " + " ".join(argv)] + prep.LOG_LINES
+    if error:
+        lines.append(f"chorus-prep: error: {error}")
+    try:
+        atomic_write_text(Path(out) / "prep.log", "\n".join(lines) + "\n")
+    except OSError:  # the error itself is already on stderr
+        pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    from . import prep
+
+    del prep.LOG_LINES[:]
     try:
         run(args)
     except PrepError as exc:
         print(f"chorus-prep: error: {exc}", file=sys.stderr)
+        if Path(args.out).is_dir():
+            write_log(args.out, argv, str(exc))
         return 2
+    write_log(args.out, argv, None)
     return 0
 
 

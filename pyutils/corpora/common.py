@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -49,6 +50,7 @@ class Row:
     data: dict
     path: str
     line: int
+    key: Optional[str] = None  # the object key of a dict-shaped JSON file
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -69,6 +71,17 @@ class Row:
         if value is None:
             raise self.error(f"missing field {' / '.join(repr(k) for k in keys)}")
         return value
+
+    def text(self, *keys: str, required: bool = True) -> Optional[str]:
+        """A string field (numbers are accepted and turned into text); a list,
+        object or boolean is an error naming the row, never a traceback."""
+        value = self.require(*keys) if required else self.get(*keys)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.error(f"field {' / '.join(repr(k) for k in keys)} should be text, "
+                             f"got {type(value).__name__}")
+        return str(value)
 
 
 # --------------------------------------------------------------------------
@@ -124,9 +137,7 @@ def read_json_records(path: os.PathLike) -> Iterator[Row]:
         for key, value in obj.items():
             if not isinstance(value, dict):
                 raise PrepError(f"entry {key!r}: expected an object", path)
-            value = dict(value)
-            value.setdefault("utt_id", key)
-            yield Row(value, path, _find_key_line(text, key))
+            yield Row(dict(value), path, _find_key_line(text, key), key=str(key))
         return
     else:
         starts = _list_element_lines(text, decoder)
@@ -188,16 +199,59 @@ def read_table(path: os.PathLike, delimiter: Optional[str] = None) -> Iterator[R
                       path, reader.line_num)
 
 
+def looks_headerless(path: os.PathLike, delimiter: str = "\t") -> bool:
+    """True when the first non-blank line starts with an audio file name
+    (``breath.wav<TAB>...``): a list without a header line."""
+    with open(path, encoding="utf-8-sig") as f:
+        for line in f:
+            if line.strip():
+                first = line.split(delimiter, 1)[0].strip().lower()
+                return first.endswith(AUDIO_EXTS)
+    return False
+
+
+def read_pairs(path: os.PathLike) -> Iterator[Row]:
+    """Rows of a headerless ``audio<TAB>text`` list (the form of the challenge's
+    own sample list, ``assets/nv_samples/asr.txt``); fields ``audio``, ``text``.
+    A line without a TAB is an error naming it."""
+    path = str(path)
+    with open(path, encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            if "\t" not in line:
+                raise PrepError("expected '<audio><TAB><text>'", path, lineno)
+            audio, text = line.split("\t", 1)
+            yield Row({"audio": audio.strip(), "text": text}, path, lineno)
+
+
 def read_manifest(path: os.PathLike) -> Iterator[Row]:
-    """Dispatch on the extension: .jsonl/.json -> JSON; .csv/.tsv -> table."""
+    """Dispatch on the extension: .jsonl/.json -> JSON; .csv/.tsv -> table
+    (a .tsv/.txt/.list whose first cell is an audio file name has no header:
+    ``audio<TAB>text`` pairs)."""
     p = str(path)
     if p.endswith(".jsonl"):
         return read_jsonl(p)
     if p.endswith(".json"):
         return read_json_records(p)
+    if p.endswith((".tsv", ".txt", ".list")) and looks_headerless(p):
+        return read_pairs(p)
     if p.endswith((".csv", ".tsv")):
         return read_table(p)
-    raise PrepError("unsupported manifest type (want .json, .jsonl, .csv or .tsv)", p)
+    raise PrepError("unsupported manifest type (want .json, .jsonl, .csv, .tsv, or a "
+                    "headerless audio<TAB>text .txt list)", p)
+
+
+_UNSAFE = re.compile(r"[^0-9A-Za-z_.\-\u00C0-\U0010FFFF]+")
+
+
+def safe_name(value: str) -> str:
+    """A file/utterance name safe to use inside an output folder: no path
+    separators, no whitespace, no leading dot (``a/b c`` -> ``a_b_c``)."""
+    name = _UNSAFE.sub("_", str(value).strip()).strip("_")
+    name = name.lstrip(".") or "_"
+    return name
 
 
 # --------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """Generic adapter: any TSV/CSV/JSONL/JSON manifest of audio + tagged text.
 
-For corpora nobody wrote a preparer for. Columns/keys (aliases in brackets)::
+For corpora nobody wrote a preparer for. A headerless ``audio<TAB>text`` list
+(``.txt``/``.tsv``/``.list`` whose first cell is an audio file name -- the form
+of the challenge's own sample list ``assets/nv_samples/asr.txt``) is read as
+columns ``audio`` and ``text``. Columns/keys (aliases in brackets)::
 
     audio      (wav, path, audio_path)   required; relative to the manifest dir
     text       (transcript, txt)         required; labels written "[label]"
@@ -12,7 +15,10 @@ For corpora nobody wrote a preparer for. Columns/keys (aliases in brackets)::
 
 Labels are mapped with ``--label-map FILE`` (YAML ``label: tag`` or TSV
 ``label<TAB>tag``; null/``-`` = no counterpart) or, without it, must already
-be challenge tags (identity).
+be challenge tags (identity). In both cases the spellings listed under
+``challenge_aliases`` in conf/nvv_tags.yaml are accepted: ``[throatclearing]``
+-> ``[throat clearing]``, ``[sniffl]`` -> ``[sniff]`` (counted as aliased),
+``[clap]`` has no counterpart (``--unmapped`` decides).
 """
 
 from __future__ import annotations
@@ -21,9 +27,9 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from .common import PrepError, read_manifest, resolve_audio
+from .common import PrepError, read_manifest, resolve_audio, safe_name
 from .nvv_text import BRACKET_LABEL_RE, TagMapper, load_label_map
-from .prep import Options, Utt, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
 
 
 def guess_language(text: str) -> str:
@@ -41,19 +47,24 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
     mapper = TagMapper("challenge", opts.unmapped, opts.unknown, table, label_map)
     by_split: Dict[str, List[Utt]] = {}
     for row in read_manifest(manifest):
-        audio = str(row.require("audio", "wav", "path", "audio_path"))
-        text = str(row.require("text", "transcript", "txt"))
-        utt = row.get("utt_id", "id", "key") or Path(audio).stem
         split = str(row.get("split") or split_name)
+        try:
+            audio = row.text("audio", "wav", "path", "audio_path")
+            text = row.text("text", "transcript", "txt")
+            utt = row.text("utt_id", "id", "key", required=False) or Path(audio).stem
+            spk = row.text("speaker", "spk", "speaker_id", required=False)
+            rlang = row.text("language", "lang", required=False)
+        except PrepError as exc:
+            bad_row(opts, exc, split)
+            continue
         by_split.setdefault(split, []).append(Utt(
-            str(utt), resolve_audio(audio, manifest.parent), row,
-            row.get("speaker", "spk", "speaker_id"),
-            row.get("language", "lang") or lang or guess_language(text), text))
+            safe_name(utt), resolve_audio(audio, manifest.parent), row,
+            safe_name(spk) if spk else None, rlang or lang or guess_language(text), text))
     reports = []
-    for split in sorted(by_split):
+    for split in sorted(set(by_split) | set(opts.skipped)):
         if splits and split not in splits:
             continue
         fresh_mapper_stats(mapper)
-        reports.append(write_split("generic", split, by_split[split], opts, mapper,
+        reports.append(write_split("generic", split, by_split.get(split, []), opts, mapper,
                                    lambda t, r: mapper.convert(t, BRACKET_LABEL_RE, r)))
     return reports

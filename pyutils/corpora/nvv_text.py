@@ -35,6 +35,9 @@ UNMAPPED_POLICIES = ("drop_tag", "keep_text", "drop_utt")
 UNKNOWN_POLICIES = ("error", "drop")
 
 _CLOSE = set(",.!?;:)]}'\"、，。！？；：）》」』”’…%")
+# punctuation left next to each other when a label between them is dropped
+_PAUSE = "，,、；;：:"
+_FINAL = "。！？.!?…"
 _OPEN = set("([{\"'（《「『“‘")
 
 
@@ -104,13 +107,19 @@ class TagStats:
     kept_as_text: Counter = field(default_factory=Counter)  # label -> n
     unknown_dropped: Counter = field(default_factory=Counter)
     utt_dropped: Counter = field(default_factory=Counter)   # reason -> n
+    aliased: Counter = field(default_factory=Counter)       # (spelling, tag or None) -> n
 
     def as_dict(self) -> dict:
-        by_label: Dict[str, Dict[str, int]] = {}
-        for (label, tag), n in sorted(self.mapped.items()):
-            by_label.setdefault(label, {})[tag] = n
         return {
+            "labels_mapped": sum(self.mapped.values()),
+            "labels_aliased": sum(self.aliased.values()),
+            "labels_dropped": sum(self.dropped.values()),
+            "labels_kept_as_text": sum(self.kept_as_text.values()),
+            "labels_unknown_dropped": sum(self.unknown_dropped.values()),
             "label_to_tag": {f"{label} -> {tag}": n for (label, tag), n in sorted(self.mapped.items())},
+            "aliases": {f"{label} -> {tag if tag is not None else 'dropped'}": n
+                        for (label, tag), n in sorted(self.aliased.items(),
+                                                      key=lambda kv: (kv[0][0], str(kv[0][1])))},
             "tags_dropped_no_counterpart": dict(sorted(self.dropped.items())),
             "tags_kept_as_text": dict(sorted(self.kept_as_text.items())),
             "unknown_labels_dropped": dict(sorted(self.unknown_dropped.items())),
@@ -134,6 +143,7 @@ class TagMapper:
         self.label_map = label_map
         self.source = label_map_path or f"{tagmod.TAGS_YAML} (mapping: {corpus})"
         self.stats = TagStats()
+        self._aliased: Optional[tuple] = None
         if label_map is None:
             tagmod.load_inventory()["mapping"][corpus]  # KeyError early for a typo
 
@@ -147,8 +157,23 @@ class TagMapper:
             norm = tagmod.normalize_tag_label(label)
             if norm in tagmod.challenge_tags():
                 return norm
+            return self._alias(label)
+        try:
+            return tagmod.map_label(self.corpus, label)
+        except KeyError:
+            if self.corpus != "challenge":
+                raise
+            return self._alias(label)
+
+    def _alias(self, label: str) -> Optional[str]:
+        """Spellings of challenge tags seen in the organisers' own files
+        (conf/nvv_tags.yaml ``challenge_aliases``); KeyError when not one."""
+        aliases = challenge_aliases()
+        key = mapping_key(label)
+        if key not in aliases:
             raise KeyError(label)
-        return tagmod.map_label(self.corpus, label)
+        self._aliased = (label, aliases[key])
+        return aliases[key]
 
     def is_known(self, label: str) -> bool:
         try:
@@ -161,6 +186,7 @@ class TagMapper:
         """Replacement text for one source label (a ``[tag]`` token, a kept word,
         or None to drop it). Raises DropUtterance / PrepError per policy."""
         label = label.strip()
+        self._aliased = None
         try:
             tag = self.lookup(label)
         except KeyError:
@@ -170,6 +196,8 @@ class TagMapper:
             msg = (f"unknown label {label!r}: not in {self.source}; add it there "
                    f"(tag or null) or pass --unknown-label drop")
             raise (row.error(msg) if row is not None else PrepError(msg)) from None
+        if self._aliased is not None:
+            self.stats.aliased[self._aliased] += 1
         if tag is not None:
             self.stats.mapped[(label, tag)] += 1
             return tagmod.tag_token(tag)
@@ -201,13 +229,43 @@ class TagMapper:
             last = m.end()
         pieces.append(text[last:])
         out = pieces[0] or ""
+        after_drop = False
         for piece in pieces[1:]:
             if isinstance(piece, tuple):
                 if piece[1] is not None:
                     out = glue(out, piece[1])
+                else:
+                    after_drop = True
             else:
+                if after_drop:
+                    out, piece = mend_punctuation(out, piece)
+                    after_drop = False
                 out = glue(out, piece)
         return out
+
+
+def challenge_aliases() -> Dict[str, Optional[str]]:
+    """conf/nvv_tags.yaml ``challenge_aliases`` (key-normalised)."""
+    table = tagmod.load_inventory().get("challenge_aliases") or {}
+    return {mapping_key(str(k)): (None if v is None else str(v)) for k, v in table.items()}
+
+
+def mend_punctuation(left: str, right: str):
+    """Where a dropped label leaves two punctuation marks side by side
+    (``天才，[applaud]。`` -> ``天才，。``), keep the stronger one: a pause mark
+    (，,、；:) gives way to what follows, a repeated mark is kept once. A label
+    dropped at the start takes the punctuation after it along (``[clap]，好`` ->
+    ``好``); one dropped at the end takes a pause mark before it."""
+    a, b = left.rstrip(), right.lstrip()
+    if a and b and a[-1] in _PAUSE + _FINAL and b[0] in _PAUSE + _FINAL:
+        if a[-1] in _PAUSE:
+            return a[:-1], right
+        return left, b[1:]
+    if not a and b and b[0] in _PAUSE + _FINAL:
+        return left, b.lstrip(_PAUSE + _FINAL + " ")
+    if a and not b and a[-1] in _PAUSE:
+        return a[:-1], right
+    return left, right
 
 
 def is_cjk(ch: str) -> bool:
@@ -255,6 +313,8 @@ def track1_problems(text: str) -> List[str]:
     rest = _TAG_RE.sub(" ", text)
     if "[" in rest or "]" in rest:
         problems.append("stray bracket")
+    if "<|" in text or "|>" in text:
+        problems.append("special token <|...|> left in the text")
     return problems
 
 

@@ -17,6 +17,7 @@ speaker, language, manifest row) and hands it to :func:`write_split`, which
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -79,6 +80,22 @@ class Options:
     nj: int = 4
     converter: str = "ffmpeg"
     prefix_speaker: bool = True
+    on_bad_row: str = "error"   # error | skip
+    # rows skipped while reading manifests, per split: (reason, where)
+    skipped: Dict[str, List[tuple]] = field(default_factory=dict)
+
+
+def bad_row(opts: Options, exc: PrepError, split: str) -> None:
+    """Policy for a malformed row: raise (``--on-bad-row error``) or count it
+    under its split and go on (``--on-bad-row skip``)."""
+    if opts.on_bad_row != "skip":
+        raise exc
+    opts.skipped.setdefault(split, []).append(("bad row (skipped)", str(exc)))
+
+
+# Summary lines of every split written in this process; the CLI keeps them in
+# OUT/prep.log.
+LOG_LINES: List[str] = []
 
 
 def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
@@ -97,6 +114,12 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
         if len(examples[reason]) < 5:
             examples[reason].append(what)
 
+    for reason, where in opts.skipped.pop(split, []):
+        note(reason, where)
+    if dropped.get("bad row (skipped)"):
+        warn(f"{corpus}/{split}: {dropped['bad row (skipped)']} malformed row(s) skipped "
+             f"(--on-bad-row skip), e.g. {examples['bad row (skipped)'][0]}")
+
     # 1. transcripts
     kept: List[tuple] = []
     for u in utts:
@@ -109,6 +132,13 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
                           else exc.reason)
                 note(reason, u.row.where() if u.row else u.utt_id)
                 continue
+            except PrepError as exc:
+                if opts.on_bad_row != "skip":
+                    raise
+                note("bad row (skipped)", str(exc))
+                continue
+        # wav.scp holds absolute paths whatever --out / --src were given as
+        u.audio = Path(os.path.abspath(u.audio))
         kept.append((u, text))
 
     # 2. audio presence
@@ -153,7 +183,11 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
         try:
             dd.add(utt, wav_scp_entry(inf, opts.converter), spk, text, **extra)
         except PrepError as exc:
-            raise (u.row.error(str(exc)) if u.row else exc) from None
+            err = u.row.error(str(exc)) if u.row else exc
+            if opts.on_bad_row != "skip":
+                raise err from None
+            note("bad row (skipped)", str(err))
+            continue
         total_dur += inf.duration
         if text is not None and write_ref:
             ref_rows.append({"utt_id": utt, "language": lang, "text_with_nvvs": text})
@@ -196,13 +230,21 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
 
 
 def print_report(report: dict) -> None:
-    info(f"[{report['corpus']}/{report['split']}] wrote {report['utterances_written']} of "
-         f"{report['utterances_in']} utterances ({report['hours']} h) -> {report['out']}")
-    for key in ("label_to_tag", "tags_dropped_no_counterpart", "tags_kept_as_text",
+    lines = [f"[{report['corpus']}/{report['split']}] wrote {report['utterances_written']} of "
+             f"{report['utterances_in']} utterances ({report['hours']} h) -> {report['out']}"]
+    if "labels_mapped" in report:
+        lines.append(f"  labels: mapped {report['labels_mapped']}, aliased "
+                     f"{report['labels_aliased']}, dropped {report['labels_dropped']}, kept as "
+                     f"text {report['labels_kept_as_text']}, unknown dropped "
+                     f"{report['labels_unknown_dropped']}")
+    for key in ("label_to_tag", "aliases", "tags_dropped_no_counterpart", "tags_kept_as_text",
                 "unknown_labels_dropped", "utterances_dropped"):
         value = report.get(key)
         if value:
-            info(f"  {key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
+            lines.append(f"  {key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
+    for line in lines:
+        info(line)
+    LOG_LINES.extend(lines)
 
 
 def fresh_mapper_stats(mapper: Optional[TagMapper]) -> None:

@@ -5,11 +5,14 @@ Layout (as published)::
     ROOT/<speaker>/<emotion>/annotation.txt
     ROOT/<speaker>/<emotion>/<speaker>_<nnnn>.wav
 
-``annotation.txt``: one clip per line, ``<wav name or id><TAB><text>`` (a
-``|`` or the first run of spaces also separates; further TAB columns are
-ignored). Text carries ``<laughter>``, ``<crying>``, ``<cough>`` and emotion
-tokens such as ``<|emo_HAPPY|>``; every ``<|...|>`` token is stripped (the
-emotion goes to ``utt2emotion``, falling back to the folder name).
+(folder structure as on the HF cards xunyi/SMIIP-NV and
+xunyi/SMIIP-NV_finetune_CosyVoice2.) ``annotation.txt``: one clip per line,
+``<wav name or id><TAB><text>`` (a ``|`` or the first run of spaces also
+separates; further TAB columns are ignored). Text carries ``<laughter>``,
+``<crying>``, ``<cough>`` and emotion tokens that open and close a span,
+``<|emo_HAPPY|>...</|emo_HAPPY|>``; every such token, opening or closing, is
+stripped (the emotion goes to ``utt2emotion``, falling back to the folder
+name), and any ``<|`` / ``|>`` left over fails the Track 1 check.
 
 There is no official split: all speakers go to ``train`` unless
 ``--dev-speakers``/``--test-speakers`` (comma lists) move some out.
@@ -21,11 +24,12 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from .common import PrepError, Row
+from .common import PrepError, Row, safe_name
 from .nvv_text import TagMapper
-from .prep import Options, Utt, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
 
-SPECIAL_RE = re.compile(r"<\|([^|<>]*)\|>")
+# <|emo_HAPPY|>, its closing </|emo_HAPPY|> (also <|/emo_HAPPY|>, <|emo_HAPPY|/>)
+SPECIAL_RE = re.compile(r"</?\|/?([^|<>/]*)/?\|/?>")
 ANGLE_LABEL_RE = re.compile(r"<\s*([^<>|]+?)\s*>")
 EMO_RE = re.compile(r"^(?:emo_)?([A-Za-z]+)$")
 
@@ -41,14 +45,18 @@ def _split_line(line: str):
     return parts[0], parts[1] if len(parts) > 1 else ""
 
 
-def read_annotation(path: Path):
+def read_annotation(path: Path, opts: Optional[Options] = None, split: str = "train"):
     with open(path, encoding="utf-8-sig") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             name, text = _split_line(line.rstrip("\n"))
             if not text.strip():
-                raise PrepError("expected '<wav name><TAB><text>'", path, lineno)
+                exc = PrepError("expected '<wav name><TAB><text>'", path, lineno)
+                if opts is None:
+                    raise exc
+                bad_row(opts, exc, split)
+                continue
             yield Row({"name": name, "text": text}, str(path), lineno)
 
 
@@ -63,7 +71,7 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
     for ann in anns:
         spk, emotion_dir = ann.parent.parent.name, ann.parent.name
         split = "test" if spk in test_speakers else "dev" if spk in dev_speakers else "train"
-        for row in read_annotation(ann):
+        for row in read_annotation(ann, opts, split):
             name = row.data["name"]
             stem = name[:-4] if name.lower().endswith(".wav") else name
             emotion = emotion_dir
@@ -71,7 +79,7 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
                 m = EMO_RE.match(tok)
                 if tok.lower().startswith("emo_") and m:
                     emotion = m.group(1)
-            utt = Utt(stem, (ann.parent / f"{stem}.wav").resolve(), row, spk, "zh",
+            utt = Utt(safe_name(stem), (ann.parent / f"{safe_name(stem)}.wav").resolve(), row, spk, "zh",
                       row.data["text"], {"utt2emotion": emotion.lower()})
             by_split.setdefault(split, []).append(utt)
 
@@ -80,9 +88,10 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
         return mapper.convert(text, ANGLE_LABEL_RE, row)
 
     reports = []
-    for split in sorted(by_split):
+    for split in sorted(set(by_split) | set(opts.skipped)):
         if splits and split not in splits:
             continue
         fresh_mapper_stats(mapper)
-        reports.append(write_split("smiip_nv", split, by_split[split], opts, mapper, convert))
+        reports.append(write_split("smiip_nv", split, by_split.get(split, []), opts, mapper,
+                                   convert))
     return reports

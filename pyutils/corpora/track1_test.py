@@ -1,13 +1,20 @@
 """NVVSpeech Challenge Track 1 test set (1,946 clips: 985 zh / 961 en), no references.
 
-Layout (the organisers ship audio plus ids; this is the documented form)::
+The organisers ship 1,946 audio files with ids such as ``zh_0001`` /
+``en_0001`` (NVVSpeech-Challenge-Track1-Evaluation README; submission rows
+``{"utt_id": "zh_0001", ...}``) on the Hugging Face hub
+(NVVSpeech-Challenge/NVVSpeech-Challenge-Track1-Test-Set). Read as:
 
-    ROOT/audio/<utt_id>.{wav,flac,mp3}          or ROOT/audio/{zh,en}/<utt_id>.*
+    ROOT/zh_0001.wav, ROOT/en_0001.wav ...      flat (any depth, any audio extension)
+    ROOT/audio/<utt_id>.*  or  ROOT/audio/{zh,en}/<utt_id>.*
+    ROOT/**/*.parquet or a save_to_disk folder  rows with an Audio cell and an id
+                                                (utt_id / id / key, else the audio name)
     ROOT/test.jsonl   (optional) {"utt_id": ..., "language": "zh"|"en"[, "audio": rel/path]}
     ROOT/list         (optional) "<utt_id> <language>" per line (also test.list, utt2lang)
 
-Without a manifest the language comes from the folder (``audio/zh/``,
-``audio/en/``) or from ``--lang``. Output per language ``OUT/test_<lang>/``:
+The language comes from a manifest column, else the folder (``audio/zh/``),
+else the id prefix (``zh_0001`` -> zh, ``en_0001`` -> en), else ``--lang``.
+Audio embedded in parquet is written once to ``OUT/track1_test_audio/``. Output per language ``OUT/test_<lang>/``:
 ``wav.scp utt2spk spk2utt utt2lang utt2dur`` (no ``text``); speakers are
 unknown, so ``utt2spk`` maps each clip to itself.
 """
@@ -18,11 +25,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from .common import AUDIO_EXTS, PrepError, Row, info, read_manifest
-from .prep import Options, Utt, norm_lang, write_split
+import re
+
+from .common import AUDIO_EXTS, PrepError, Row, info, read_manifest, safe_name
+from .prep import Options, Utt, bad_row, norm_lang, write_split
+from .tables import audio_column, find_table_files, iter_table_rows, materialize_audio
 
 MANIFESTS = ("test.jsonl", "test.json", "test.tsv", "list", "test.list", "utt2lang")
 EXPECTED = {"zh": 985, "en": 961}
+_ID_LANG = re.compile(r"^(zh|en|cn|cmn|eng)[_\-]", re.IGNORECASE)
 
 
 def _find_audio(root: Path, utt: str, lang: Optional[str]) -> Path:
@@ -52,19 +63,57 @@ def _read_list(path: Path) -> List[Row]:
     return rows
 
 
-def collect(root: Path, lang: Optional[str] = None) -> Dict[str, List[Utt]]:
+def lang_of_id(utt: str) -> Optional[str]:
+    """``zh_0001`` -> zh, ``en-12`` -> en; None when the id has no such prefix."""
+    m = _ID_LANG.match(utt)
+    return norm_lang(m.group(1)) if m else None
+
+
+def collect(root: Path, lang: Optional[str] = None,
+            opts: Optional[Options] = None) -> Dict[str, List[Utt]]:
     root = Path(root)
     manifest = next((root / m for m in MANIFESTS if (root / m).is_file()), None)
     by_lang: Dict[str, List[Utt]] = defaultdict(list)
     want = norm_lang(lang)
-    if manifest is not None:
+    tables = find_table_files(root) if manifest is None else []
+    if tables:
+        audio_dir = Path(opts.out if opts else ".") / "track1_test_audio"
+        for _split, path in tables:
+            for row in iter_table_rows(path):
+                try:
+                    acol = audio_column(row.data, ("audio", "wav"))
+                    if acol is None:
+                        raise row.error("no audio column")
+                    cell = row.data[acol]
+                    name = cell.get("path") if isinstance(cell, dict) else None
+                    utt = row.text("utt_id", "id", "key", required=False) or (
+                        Path(name).stem if name else None)
+                    if not utt:
+                        raise row.error("no utterance id (utt_id / id / key) and no audio name")
+                    utt = safe_name(utt)
+                    rlang = (norm_lang(row.text("language", "lang", required=False))
+                             or lang_of_id(utt) or want)
+                    if rlang is None:
+                        raise row.error(f"no language for {utt!r}: add a language column, "
+                                        f"use zh_/en_ ids or pass --lang")
+                    if want and rlang != want:
+                        continue
+                    audio = materialize_audio(cell, audio_dir / rlang, utt, path.parent, row)
+                except PrepError as exc:
+                    if opts is None:
+                        raise
+                    bad_row(opts, exc, "test_" + (want or "unknown"))
+                    continue
+                by_lang[rlang].append(Utt(utt, audio, row, None, rlang))
+    elif manifest is not None:
         rows = (_read_list(manifest) if manifest.suffix not in (".jsonl", ".json", ".tsv")
                 else list(read_manifest(manifest)))
         for row in rows:
             utt = str(row.require("utt_id", "id", "key"))
-            rlang = norm_lang(row.get("language", "lang")) or want
+            rlang = norm_lang(row.get("language", "lang")) or lang_of_id(utt) or want
             if rlang is None:
-                raise row.error(f"no language for {utt!r}: add a language column or pass --lang")
+                raise row.error(f"no language for {utt!r}: add a language column, use zh_/en_ "
+                                f"ids or pass --lang")
             if want and rlang != want:
                 continue
             audio = row.get("audio", "wav", "path", "audio_path")
@@ -77,13 +126,13 @@ def collect(root: Path, lang: Optional[str] = None) -> Dict[str, List[Utt]]:
             raise PrepError(f"no audio files under {adir} and no manifest ({', '.join(MANIFESTS)})")
         for p in files:
             folder = norm_lang(p.parent.name) if p.parent != adir else None
-            rlang = folder if folder in ("zh", "en") else want
+            rlang = folder if folder in ("zh", "en") else (lang_of_id(p.stem) or want)
             if rlang is None:
                 raise PrepError(f"{p}: language unknown (no manifest, not under audio/zh or "
-                                f"audio/en): pass --lang")
+                                f"audio/en, id without a zh_/en_ prefix): pass --lang")
             if want and rlang != want:
                 continue
-            by_lang[rlang].append(Utt(p.stem, p.resolve(), None, None, rlang))
+            by_lang[rlang].append(Utt(safe_name(p.stem), p.resolve(), None, None, rlang))
     if not by_lang:
         raise PrepError(f"{root}: no clips" + (f" for language {want}" if want else ""))
     return by_lang
@@ -92,7 +141,7 @@ def collect(root: Path, lang: Optional[str] = None) -> Dict[str, List[Utt]]:
 def prepare(src: Path, opts: Options, lang: Optional[str] = None,
             split: str = "test") -> List[dict]:
     reports = []
-    for rlang, utts in sorted(collect(src, lang).items()):
+    for rlang, utts in sorted(collect(src, lang, opts).items()):
         exp = EXPECTED.get(rlang)
         if exp is not None and len(utts) != exp:
             info(f"note: {len(utts)} {rlang} clips listed; the official test set has {exp}")
