@@ -25,7 +25,7 @@ import json
 import os
 import tarfile
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from .common import AUDIO_EXTS, PrepError, Row, safe_name
 
