@@ -53,9 +53,13 @@ max_wav_duration=30      # drop longer training/validation utterances (s)
 
 # Tokens
 nvv_tags=true            # model the 16 NVV tags as atomic tokens (false: plain ASR, tags removed)
-token_type=bpe           # bpe|char
+token_type=bpe           # bpe|char|whisper (whisper: Whisper's own BPE, set by --whisper true)
 nbpe=150                 # BPE vocabulary size (token_type=bpe)
 bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
+
+# Pretrained Whisper (fine-tuning instead of training from scratch)
+whisper=false            # true: fine-tune pretrained Whisper (conf/train_asr_whisper_<preset>.yaml, Whisper tokens, tags atomic)
+whisper_model=           # Whisper weights: base (installed by make -C tools) or a path (CTranslate2/transformers dir, openai .pt); empty: as in the config
 
 # Training
 asr_config=              # training config (default: conf/train_asr_<preset>.yaml)
@@ -91,6 +95,8 @@ Examples:
   ./run.sh                                   # default preset, all stages
   ./run.sh --preset ci                       # CI-sized run
   ./run.sh --stage 5 --ngpu 1 --asr_config conf/tuning/train_asr_conformer_large.yaml
+  ./run.sh --whisper true                    # fine-tune pretrained Whisper base (tags as new tokens)
+  ./run.sh --whisper true --whisper_model ~/.cache/hf/faster-whisper-small   # another Whisper
   # decode any Kaldi data dir (wav.scp) with a trained model:
   ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default
 EOF
@@ -110,7 +116,20 @@ done
 . ./db.sh
 
 case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large, got '${preset}'" >&2; exit 2 ;; esac
-case "${token_type}" in bpe|char) ;; *) echo "$0: --token_type must be bpe or char, got '${token_type}'" >&2; exit 2 ;; esac
+case "${whisper}" in true|false) ;; *) echo "$0: --whisper must be true or false, got '${whisper}'" >&2; exit 2 ;; esac
+if [ "${whisper}" = true ]; then
+  token_type=whisper
+  feats_normalize=none   # Whisper normalises its own log-mel features
+  [ -z "${asr_config}" ] && asr_config=conf/train_asr_whisper_${preset}.yaml
+  if [ -z "${inference_config}" ]; then
+    inference_config=conf/decode_asr_whisper_${preset}.yaml
+    [ -f "${inference_config}" ] || inference_config=conf/decode_asr_whisper.yaml
+  fi
+fi
+case "${token_type}" in bpe|char|whisper) ;; *) echo "$0: --token_type must be bpe, char or whisper, got '${token_type}'" >&2; exit 2 ;; esac
+if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
+  echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
+fi
 case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
 
 _ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)  # path.sh sets OMP_NUM_THREADS=1, which nproc honours
@@ -158,6 +177,7 @@ fi
 
 token_dir=${datadir}/token_list/${lang}_${token_type}
 [ "${token_type}" = bpe ] && token_dir+=${nbpe}
+[ "${token_type}" = whisper ] && token_dir+=_$(basename "${whisper_model:-base}" | tr -c 'A-Za-z0-9_.\n-' _)
 [ "${nvv_tags}" = true ] || token_dir+=_notags
 bpeprefix=${token_dir}/bpe
 bpemodel=${bpeprefix}.model
@@ -203,6 +223,20 @@ _nlsyms_opt=()
 [ "${token_type}" = char ] && [ "${nvv_tags}" = true ] && _nlsyms_opt=(--non_linguistic_symbols "${nlsyms_txt}")
 _bpe_opt=()
 [ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
+# Whisper: ESPnet reads pre-tokenised text (text_whisper: Whisper BPE pieces and tags,
+# see pyutils/whisper/tokens.py) as "word" tokens, and runs the chorus_whisper classes
+# through pyutils.whisper.asr_train/asr_inference (espnet2.bin.* with them registered).
+_text=text; _espnet_token_type=${token_type}
+_asr_train_mod=espnet2.bin.asr_train; _asr_inference_mod=espnet2.bin.asr_inference
+_whisper_args=()
+if [ "${token_type}" = whisper ]; then
+  _text=text_whisper; _espnet_token_type=word
+  _asr_train_mod=pyutils.whisper.asr_train; _asr_inference_mod=pyutils.whisper.asr_inference
+  if [ -n "${whisper_model}" ]; then
+    [ "${whisper_model}" = base ] || whisper_model=$(readlink -f "${whisper_model}")
+    _whisper_args=(--encoder_conf whisper_model="${whisper_model}" --decoder_conf whisper_model="${whisper_model}")
+  fi
+fi
 
 # RESULTS.md of this decode (stage 7; refreshed at the end of the run with the final
 # timing): ${decode_root}/RESULTS.md, copied to ${asr_exp}/ (unless --copy_results false)
@@ -412,6 +446,17 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ];
   _cur_stage=3
   log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
   mkdir -p "${token_dir}"
+  if [ "${token_type}" = whisper ]; then
+    [ "${nvv_tags}" = true ] || { echo "$0: --whisper true needs --nvv_tags true" >&2; exit 2; }
+    python -m pyutils.whisper.weights "${whisper_model:-base}"
+    python -m pyutils.whisper.tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
+    for dset in ${train_set} ${valid_set}; do
+      # From the official-form text (Whisper keeps case and punctuation), for the
+      # utterances that stage 2 kept.
+      python -m pyutils.whisper.tokens encode --model "${whisper_model:-base}" --lang "${lang}" \
+        --keys "${dumpdir}/raw/${dset}/text" "${datadir}/${dset}/text" "${dumpdir}/raw/${dset}/${_text}"
+    done
+  else
   python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
   cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
   if [ "${token_type}" = bpe ]; then
@@ -429,12 +474,13 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ];
     --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
   python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
     --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
+  fi
 fi
 
 # ---------------------------------------------------------------- stage 4
 _train_dir=${dumpdir}/raw/${train_set}
 _valid_dir=${dumpdir}/raw/${valid_set}
-_common_opts=(--use_preprocessor true --token_type "${token_type}" --token_list "${token_list}"
+_common_opts=(--use_preprocessor true --token_type "${_espnet_token_type}" --token_list "${token_list}"
   "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
 if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
   _cur_stage=4
@@ -450,11 +496,11 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
   split_keys "${_train_dir}/wav.scp" "${_logdir}/train.scp" "${_nj}"
   split_keys "${_valid_dir}/wav.scp" "${_logdir}/valid.scp" "${_nj}"
   timed espnet asr_train_collect_stats ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
-    python -m espnet2.bin.asr_train --collect_stats true "${_common_opts[@]}" \
+    python -m "${_asr_train_mod}" --collect_stats true "${_common_opts[@]}" "${_whisper_args[@]}" \
       --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
-      --train_data_path_and_name_and_type "${_train_dir}/text,text,text" \
+      --train_data_path_and_name_and_type "${_train_dir}/${_text},text,text" \
       --valid_data_path_and_name_and_type "${_valid_dir}/wav.scp,speech,sound" \
-      --valid_data_path_and_name_and_type "${_valid_dir}/text,text,text" \
+      --valid_data_path_and_name_and_type "${_valid_dir}/${_text},text,text" \
       --train_shape_file "${_logdir}/train.scp.JOB" --valid_shape_file "${_logdir}/valid.scp.JOB" \
       --output_dir "${_logdir}/stats.JOB" --config "${asr_config}" --frontend_conf fs="${fs}" ${asr_args}
   _inputs=()
@@ -485,22 +531,22 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
       --cmd "${cuda_cmd} --name ${asr_exp}/train.log" --log "${asr_exp}/train.log" \
       --ngpu "${ngpu}" --num_nodes "${num_nodes}" \
       --init_file_prefix "${asr_exp}/.dist_init_" --multiprocessing_distributed true -- \
-      python -m espnet2.bin.asr_train "${_common_opts[@]}" \
+      python -m "${_asr_train_mod}" "${_common_opts[@]}" "${_whisper_args[@]}" \
         --config "${asr_config}" --frontend_conf fs="${fs}" \
         --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
-        --train_data_path_and_name_and_type "${_train_dir}/text,text,text" \
+        --train_data_path_and_name_and_type "${_train_dir}/${_text},text,text" \
         --train_shape_file "${asr_stats_dir}/train/speech_shape" \
         --train_shape_file "${asr_stats_dir}/train/text_shape.${token_type}" \
         --valid_data_path_and_name_and_type "${_valid_dir}/wav.scp,speech,sound" \
-        --valid_data_path_and_name_and_type "${_valid_dir}/text,text,text" \
+        --valid_data_path_and_name_and_type "${_valid_dir}/${_text},text,text" \
         --valid_shape_file "${asr_stats_dir}/valid/speech_shape" \
         --valid_shape_file "${asr_stats_dir}/valid/text_shape.${token_type}" \
         --resume true --fold_length 80000 --fold_length 150 \
         --output_dir "${asr_exp}" "${_opts[@]}" ${asr_args}
     [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: training ended without ${asr_exp}/${inference_model}; see ${asr_exp}/train.log" >&2; exit 1; }
     # Options a later decode needs (read with --config, e.g. by pyutils.asr.decode_dir).
-    printf 'lang=%s\ntoken_type=%s\nnbpe=%s\nnvv_tags=%s\nfs=%s\n' "${lang}" "${token_type}" "${nbpe}" "${nvv_tags}" "${fs}" \
-      > "${asr_exp}/recipe_options.sh"
+    printf 'lang=%s\ntoken_type=%s\nnbpe=%s\nnvv_tags=%s\nfs=%s\nwhisper=%s\nwhisper_model=%s\n' "${lang}" "${token_type}" \
+      "${nbpe}" "${nvv_tags}" "${fs}" "${whisper}" "${whisper_model}" > "${asr_exp}/recipe_options.sh"
     touch "${asr_exp}/.train.done"
   fi
 fi
@@ -529,7 +575,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     # One thread per job (Kaldi convention; oversubscribed OpenMP threads spin).
     OMP_NUM_THREADS=1 \
     timed espnet asr_inference ${decode_cmd} --gpu "${_ngpu_inf}" JOB=1:"${_nj}" "${_logdir}/asr_inference.JOB.log" \
-      python -m espnet2.bin.asr_inference --batch_size 1 --ngpu "${_ngpu_inf}" \
+      python -m "${_asr_inference_mod}" --batch_size 1 --ngpu "${_ngpu_inf}" \
         --data_path_and_name_and_type "${_data}/wav.scp,speech,sound" \
         --key_file "${_logdir}/keys.scp.JOB" \
         --asr_train_config "${asr_exp}/config.yaml" --asr_model_file "${asr_exp}/${inference_model}" \
@@ -543,6 +589,11 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     for i in $(seq "${_nj}"); do
       [ -f "${_logdir}/output.${i}/1best_recog/text" ] && cat "${_logdir}/output.${i}/1best_recog/text"
     done | sort > "${_dir}/text.raw" || true
+    if [ "${token_type}" = whisper ]; then
+      mv "${_dir}/text.raw" "${_dir}/tokens.raw"
+      python -m pyutils.whisper.tokens decode --model "${whisper_model:-base}" --lang "${lang}" \
+        "${_dir}/tokens.raw" "${_dir}/text.raw"
+    fi
     python -m pyutils.asr.postprocess repair --lang "${lang}" --nvv-tags "${nvv_tags}" \
       --keys "${_data}/wav.scp" "${_dir}/text.raw" "${_dir}/text"
     python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"
