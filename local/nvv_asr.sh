@@ -67,7 +67,7 @@ asr_args=                # extra arguments of espnet2.bin.asr_train
 asr_tag=                 # exp dir suffix (default: from the config name)
 asr_exp=                 # exp dir of the model (default: expdir/asr_<asr_tag>); set it to decode with an existing model
 init_param=              # initialise from a local checkpoint, e.g. /path/model.pth or "model.pth:encoder:encoder"
-feats_normalize=global_mvn  # normalisation layer (given on the command line, never in the YAML: see stage 4)
+feats_normalize=global_mvn  # normalisation layer: global_mvn|utterance_mvn|none (given on the command line, never in the YAML: see stage 4)
 
 # Decoding / scoring
 inference_config=        # decoding config (default: conf/decode_asr_<preset>.yaml, else conf/decode_asr.yaml)
@@ -525,6 +525,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
     [ -n "${init_param}" ] && _opts+=(--init_param "${init_param}")
     [ "${feats_normalize}" = global_mvn ] && _opts+=(--normalize global_mvn --normalize_conf stats_file="${asr_stats_dir}/train/feats_stats.npz")
     [ "${feats_normalize}" = utterance_mvn ] && _opts+=(--normalize utterance_mvn)
+    [ "${feats_normalize}" = none ] && _opts+=(--normalize none)
     log "  log: ${asr_exp}/train.log"
     OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
     timed espnet asr_train python -m espnet2.bin.launch \

@@ -59,6 +59,8 @@ infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synth
 infer_spk=              # voice (train speaker) for --infer_jsonl rows (default: first train speaker)
 asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
 eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
+judge=true              # stage 7: intelligibility by the pretrained Whisper judge (pyutils/whisper/judge.py)
+judge_model=base        # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
 copy_results=true       # stage 7: copy RESULTS.md into the recipe dir after a --preset default run
 help_message="Usage: $0 [options]
@@ -389,6 +391,16 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
             --wav-scp "${_scp}" --out "${_edir}/asr_${_what}/text" --nj "${nj}" \
             --work-dir "$(cd "${_edir}" && pwd)/asr_${_what}/work"
         _asr_opts+=" --asr-${_what}-text ${_edir}/asr_${_what}/text"
+      done
+    fi
+    # Intelligibility by the independent judge (pretrained Whisper, pyutils/whisper/judge.py)
+    if [ "${judge}" = true ]; then
+      for _what in synth real; do
+        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dump_dir}/raw/${s}/wav.scp
+        ${decode_cmd} "${_edir}/log/judge_${_what}.log" \
+          ${python} -m pyutils.whisper.judge --lang "${lang}" --model "${judge_model}" \
+            --wav-scp "${_scp}" --out "${_edir}/judge_${_what}/text"
+        _asr_opts+=" --judge-${_what}-text ${_edir}/judge_${_what}/text"
       done
     fi
     # shellcheck disable=SC2086

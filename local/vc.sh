@@ -15,7 +15,7 @@
 #   5 TTS         multi-speaker TTS conditioned on the embeddings (local/nvv_tts.sh 2-5)
 #   6 convert     ASR of the sources -> TTS with the references' embeddings ->
 #                 exp/vc/convert_<name>/wav/<converted name> (16 kHz PCM16), validated
-#   7 evaluate    SIM(ref,out), SIM(src,out) (resemblyzer), MOS (DNSMOS), WER (recipe ASR)
+#   7 evaluate    SIM(ref,out), SIM(src,out) (resemblyzer), MOS (DNSMOS), WER (pretrained Whisper judge)
 #                 -> chorus-score vc -> exp/vc/RESULTS.md
 #   8 package     submission/<name>/ (+ .zip), chorus-score validate-vc
 #
@@ -77,6 +77,8 @@ tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR tra
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
 # conversion / evaluation
 f0_match=false           # shift each output's median F0 to the reference's (sox pitch)
+wer_asr=judge            # stage 7 WER by: judge (pretrained Whisper base, independent, as VLSP uses a pretrained ASR) | recipe (the cascade's own ASR)
+judge_model=base         # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
 parallel_train=true      # train the ASR (stage 4) in the background while stage 5 trains the TTS
 submission_dir=submission
 
@@ -107,6 +109,7 @@ done
 . ./db.sh
 
 case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large" >&2; exit 2 ;; esac
+case "${wer_asr}" in judge|recipe) ;; *) echo "$0: --wer_asr must be judge or recipe" >&2; exit 2 ;; esac
 case "${task}" in
   1) ;;
   2) if [ -n "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ]; then
@@ -429,7 +432,7 @@ fi
 if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   _report_args=()
   for name in ${pairs_sets}; do
-    log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: recipe ASR)"
+    log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: ${wer_asr})"
     _src=${name}_pairs_src; _o=${name}_pairs_out; _e=${vc_exp}/eval_${name}
     mkdir -p "${_e}" "${dumpdir}/raw/${_o}"
     # the converted files as a data dir keyed by pair id, decoded by the recipe ASR
@@ -437,18 +440,35 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
       "${dumpdir}/raw/${_src}/pairs.tsv" | sort > "${dumpdir}/raw/${_o}/wav.scp"
     awk '{print $1, $1}' "${dumpdir}/raw/${_o}/wav.scp" > "${dumpdir}/raw/${_o}/utt2spk"
     cp "${dumpdir}/raw/${_o}/utt2spk" "${dumpdir}/raw/${_o}/spk2utt"
-    asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    if [ "${wer_asr}" = judge ]; then
+      mkdir -p "${_e}/log"
+      # independent judge on the outputs and, as the reference point, on the sources
+      for _w in "${_o}" "${_src}"; do
+        python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
+          --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text" > "${_e}/log/judge_${_w}.log" 2>&1 \
+          || { tail -n 20 "${_e}/log/judge_${_w}.log" >&2; exit 1; }
+      done
+      _hyp=${_e}/judge/${_o}/text
+    else
+      asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+      _hyp=${asr_exp}/decode/${_o}/text
+    fi
     # reference words: the source transcript, else the ASR transcript of the source
     if [ -f "${dumpdir}/raw/${_src}/text" ]; then
       _ref=${dumpdir}/raw/${_src}/text; _refdesc="source transcripts"
     else
       _ref=${asr_exp}/decode/${_src}/text; _refdesc="ASR transcripts of the sources (no source transcripts)"
     fi
-    log "  WER reference: ${_refdesc}"
+    log "  WER reference: ${_refdesc}; WER by: ${wer_asr}"
+    if [ "${wer_asr}" = judge ] && [ -f "${dumpdir}/raw/${_src}/text" ]; then
+      _jw=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_e}/judge/${_src}/text")
+      echo "${_jw}" > "${_e}/judge_wer_sources.txt"
+      log "  judge WER on the real source recordings (the ceiling): ${_jw}"
+    fi
     ${decode_cmd} "${_e}/log/evaluate.log" \
       python -m pyutils.vc.evaluate --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
         --out-dir "${vc_exp}/convert_${name}/wav" --ref-text "${_ref}" \
-        --hyp-text "${asr_exp}/decode/${_o}/text" --output "${_e}/components.tsv"
+        --hyp-text "${_hyp}" --output "${_e}/components.tsv"
     tail -n 1 "${_e}/log/evaluate.log"
     chorus-score vc --hyp "${_e}/components.tsv" --output-json "${_e}/score.json" | sed 's/^/  /'
     _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json")
@@ -456,6 +476,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
+    --note "WER: $([ "${wer_asr}" = judge ] && echo "pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data); judge WER on the real source recordings: $(cat "${vc_exp}"/eval_*/judge_wer_sources.txt 2>/dev/null | tr '\n' ' ')" || echo "the recipe's own ASR")." \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"

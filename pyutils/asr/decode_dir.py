@@ -5,6 +5,12 @@ The entry point for other recipes (e.g. egs/nvv_tts decodes its synthesised audi
     python -m pyutils.asr.decode_dir --asr-exp ../nvv_asr_en/exp/asr_train_asr_default_en_bpe300 \\
         --wav-scp data/synth/wav.scp --out exp/asr_decode/synth/text [--nj 2] [--work-dir DIR]
 
+Any folder of audio (wav, flac, mp3, ogg; any rate, mono or stereo) straight to a
+Track 1 submission (the utterance id is the file name without extension)::
+
+    python -m pyutils.asr.decode_dir --asr-exp egs/nvv_asr_en/exp/asr_train_asr_whisper_default_en_whisper \\
+        --audio-dir my_clips/ --out my_clips.text --jsonl my_clips.track1.jsonl
+
 It runs stages 2 (dump, any audio format/rate) and 6 (decode) of ``local/nvv_asr.sh`` in
 the model's recipe dir (ESPnet's config.yaml holds paths relative to it) with
 ``--skip_train true``; all intermediate files go to ``--work-dir`` (default: next to
@@ -30,7 +36,9 @@ def main(argv=None) -> int:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--wav-scp", help="wav.scp to decode (paths or pipes, any format/rate)")
     src.add_argument("--data-dir", help="Kaldi data dir to decode (its wav.scp, segments)")
+    src.add_argument("--audio-dir", help="folder of audio files (searched recursively; id = file stem)")
     p.add_argument("--out", required=True, help="text file to write")
+    p.add_argument("--jsonl", help="also write the Track 1 submission JSONL (chorus-score package-track1)")
     p.add_argument("--work-dir", default=None, help="dump/decode files (default: OUT's dir/decode_work)")
     p.add_argument("--nj", type=int, default=0, help="parallel decode jobs (default: cores)")
     p.add_argument("--inference-config", default=None, help="default: the recipe's conf/decode_asr.yaml")
@@ -48,13 +56,17 @@ def main(argv=None) -> int:
     recipe = os.path.dirname(os.path.dirname(exp))
     if not os.path.isfile(os.path.join(recipe, "path.sh")):
         raise SystemExit(f"decode_dir: {recipe} (two levels above --asr-exp) is not a recipe dir")
-    src_dir = os.path.abspath(a.data_dir) if a.data_dir else None
-    wav_scp = os.path.abspath(a.wav_scp) if a.wav_scp else os.path.join(src_dir, "wav.scp")
-    if not os.path.isfile(wav_scp):
-        raise SystemExit(f"decode_dir: {wav_scp} not found")
-
     out = os.path.abspath(a.out)
     work = os.path.abspath(a.work_dir or os.path.join(os.path.dirname(out), "decode_work"))
+    src_dir = os.path.abspath(a.data_dir) if a.data_dir else None
+    if a.audio_dir:
+        wav_scp = os.path.join(work, "audio_dir.scp")
+        os.makedirs(work, exist_ok=True)
+        write_audio_dir_scp(a.audio_dir, wav_scp)
+    else:
+        wav_scp = os.path.abspath(a.wav_scp) if a.wav_scp else os.path.join(src_dir, "wav.scp")
+    if not os.path.isfile(wav_scp):
+        raise SystemExit(f"decode_dir: {wav_scp} not found")
     name = "set_" + hashlib.sha1(wav_scp.encode()).hexdigest()[:10]
     data = os.path.join(work, "data", name)
     os.makedirs(data, exist_ok=True)
@@ -81,7 +93,41 @@ def main(argv=None) -> int:
     shutil.copyfile(hyp, out + ".tmp")
     os.replace(out + ".tmp", out)
     print(f"decode_dir: wrote {out}", file=sys.stderr)
+    if a.jsonl:
+        r = subprocess.run(["chorus-score", "package-track1", "--text", out, "--ref-ids", wav_scp,
+                            "--out", os.path.abspath(a.jsonl)])
+        if r.returncode != 0:
+            return r.returncode
+        print(f"decode_dir: wrote {a.jsonl} (Track 1 JSONL)", file=sys.stderr)
     return 0
+
+
+AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".opus")
+
+
+def write_audio_dir_scp(folder: str, scp: str) -> int:
+    """wav.scp of every audio file under ``folder`` (libsndfile reads all of AUDIO_EXTS;
+    stage 2 resamples to 16 kHz mono). Ids are file stems and must be unique."""
+    from pyutils.datadir.io import write_kv
+
+    if not os.path.isdir(folder):
+        raise SystemExit(f"decode_dir: --audio-dir {folder} is not a directory")
+    found: dict = {}
+    for root, _, files in os.walk(folder):
+        for f in sorted(files):
+            stem, ext = os.path.splitext(f)
+            if ext.lower() not in AUDIO_EXTS:
+                continue
+            path = os.path.abspath(os.path.join(root, f))
+            if not stem or any(c.isspace() for c in stem):
+                raise SystemExit(f"decode_dir: {path}: a file name without spaces is needed (it becomes the utt_id)")
+            if stem in found:
+                raise SystemExit(f"decode_dir: {path} and {found[stem]} have the same id {stem!r}")
+            found[stem] = path
+    if not found:
+        raise SystemExit(f"decode_dir: no audio ({', '.join(AUDIO_EXTS)}) under {folder}")
+    write_kv(scp, found)
+    return len(found)
 
 
 if __name__ == "__main__":

@@ -174,6 +174,8 @@ def main(argv=None) -> int:
     p.add_argument("--token-text", help="Kaldi text of the input tokens (for the plots)")
     p.add_argument("--asr-synth-text", help="NVV-ASR transcripts of the synthesis (absent: no ASR metrics)")
     p.add_argument("--asr-real-text", help="NVV-ASR transcripts of the real test audio")
+    p.add_argument("--judge-synth-text", help="pretrained-Whisper (judge) transcripts of the synthesis")
+    p.add_argument("--judge-real-text", help="judge transcripts of the real test audio")
     p.add_argument("--lang", required=True)
     p.add_argument("--max-utts", type=int, default=0)
     p.add_argument("--n-plots", type=int, default=4)
@@ -204,6 +206,14 @@ def main(argv=None) -> int:
     else:
         metrics["asr_synth"] = None
         metrics["asr_note"] = "no NVV-ASR model: CER/PCER/OCER/F1/mNTD not computed"
+
+    # 1b. intelligibility by the independent judge (pretrained Whisper, tags removed)
+    if a.judge_synth_text and os.path.isfile(a.judge_synth_text):
+        from pyutils.asr.wer import error_rate
+
+        metrics["judge_synth"] = error_rate(refs, read_text(a.judge_synth_text), a.lang, nvv_tags=False)
+        if a.judge_real_text and os.path.isfile(a.judge_real_text):
+            metrics["judge_real"] = error_rate(refs, read_text(a.judge_real_text), a.lang, nvv_tags=False)
 
     # 2. audio metrics
     log(f"loading audio, resemblyzer embeddings")
@@ -237,11 +247,12 @@ def main(argv=None) -> int:
 
     # 3. per-utterance table and per-tag table
     hyp_s = read_text(a.asr_synth_text) if metrics.get("asr_synth") else {}
-    rows = ["utt_id\tspk\tdur_s\tSIM\tOVRL\tinput\tasr_synth\n"]
+    judge_s = read_text(a.judge_synth_text) if metrics.get("judge_synth") else {}
+    rows = ["utt_id\tspk\tdur_s\tSIM\tOVRL\tinput\tasr_synth\tjudge_synth\n"]
     for u in utts:
         rows.append(f"{u}\t{utt2spk.get(u, '')}\t{len(synth_wav[u]) / SR:.2f}\t"
                     f"{metrics['speaker']['per_utt'].get(u, float('nan')):.3f}\t{dn_s[u]['OVRL']:.2f}\t"
-                    f"{refs[u]}\t{hyp_s.get(u, '-')}\n")
+                    f"{refs[u]}\t{hyp_s.get(u, '-')}\t{judge_s.get(u, '-')}\n")
     write_lines_atomic(os.path.join(a.out_dir, "per_utt.tsv"), rows)
     if metrics.get("asr_synth"):
         real_tab = metrics.get("asr_real", {}).get("per_tag", {}) if metrics.get("asr_real") else {}

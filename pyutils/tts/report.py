@@ -48,6 +48,11 @@ def _train_summary(exp: str) -> List[str]:
 def _verdict(m: dict) -> List[str]:
     """One plain sentence per metric family: synthesis vs the real-audio reference."""
     out = ["How good is it (synthesis vs the real test audio through the same tools):", ""]
+    j_s, j_r = m.get("judge_synth"), m.get("judge_real")
+    if j_s:
+        out.append(f"- intelligibility to an independent listener (pretrained Whisper base, never trained on "
+                   f"Chorus data): {j_s['name']} {_f(j_s['error_rate_pct'], False)} % on the synthesis vs "
+                   f"{_f(j_r['error_rate_pct'], False) if j_r else '?'} % on the real recordings.")
     a_s, a_r = m.get("asr_synth"), m.get("asr_real")
     if a_s and a_r:
         cs, cr = a_s["summary"]["CER"], a_r["summary"]["CER"]
@@ -98,6 +103,11 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> 
                    + (f", {m['not_synthesised']} not synthesised" if m.get("not_synthesised") else "") + ".")
         out.append("")
         out += ["| metric | synthesis | real test audio (reference) | what |", "|---|---|---|---|"]
+        j_s, j_r = m.get("judge_synth"), m.get("judge_real")
+        if j_s:
+            out.append(f"| judge {j_s['name']} | {_f(j_s['error_rate_pct'], False)} % | "
+                       f"{_f(j_r['error_rate_pct'], False) if j_r else 'n/a'} % | pretrained Whisper base "
+                       f"(faster-whisper, greedy), tags removed: the independent intelligibility measure |")
         if a_s:
             for key, what, pct in (("CER", "char error rate, tags removed (NV-Bench)", True),
                                    ("WER", "word error rate, tags removed", True),

@@ -83,6 +83,31 @@ class ChorusWhisperEncoder(OpenAIWhisperEncoder):
         self.pad_samples = wa.N_SAMPLES
 
 
+class OffsetTokenEmbedding(torch.nn.Module):
+    """Token embedding ``[new rows before | pretrained rows | new rows after]``, kept as
+    three parameters so that the pretrained rows can be frozen on their own
+    (``freeze_param: [decoder.decoders.token_embedding.pretrained]``) while the tags'
+    rows learn. ``weight`` is the full matrix (the decoder ties its output layer to it)."""
+
+    def __init__(self, pretrained: torch.nn.Embedding, offset: int, vocab_size: int):
+        super().__init__()
+        n, dim = pretrained.weight.shape
+        with torch.no_grad():
+            std, mean = torch.std_mean(pretrained.weight.float())
+        self.pretrained = torch.nn.Parameter(pretrained.weight.detach().clone())
+        self.before = torch.nn.Parameter(torch.empty(offset, dim).normal_(mean.item(), std.item()))
+        self.after = torch.nn.Parameter(
+            torch.empty(vocab_size - offset - n, dim).normal_(mean.item(), std.item()))
+        self.num_embeddings, self.embedding_dim = vocab_size, dim
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return torch.cat([self.before, self.pretrained, self.after], dim=0)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.embedding(ids, self.weight)
+
+
 class ChorusWhisperDecoder(OpenAIWhisperDecoder):
     """Whisper's text decoder over the Chorus token list (Whisper ids shifted by
     ``token_offset``; tags and ``<unk>`` appended)."""
@@ -106,11 +131,7 @@ class ChorusWhisperDecoder(OpenAIWhisperDecoder):
             raise ValueError(f"chorus_whisper decoder: token list has {vocab_size} entries, "
                              f"fewer than Whisper's {n_orig} + offset {token_offset}: build it "
                              f"with `python -m pyutils.whisper.tokens token-list`")
-        emb = torch.nn.Embedding(vocab_size, dim)
-        with torch.no_grad():
-            std, mean = torch.std_mean(orig.weight)
-            torch.nn.init.normal_(emb.weight, mean.item(), std.item())
-            emb.weight[token_offset:token_offset + n_orig] = orig.weight
+        emb = OffsetTokenEmbedding(orig, token_offset, vocab_size)
         self.decoders.token_embedding = emb
         self.dropout = torch.nn.Dropout(dropout_rate)
         self.load_origin_token_embedding = False
