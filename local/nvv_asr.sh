@@ -250,8 +250,11 @@ write_results() {
     --out "${decode_root}/RESULTS.md"
   [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    cp "${decode_root}/RESULTS.md" RESULTS.md
-    log "  RESULTS.md -> $(pwd)/RESULTS.md"
+    # The from-scratch default model owns RESULTS.md; the Whisper path has its own file.
+    local _name=RESULTS.md
+    [ "${whisper}" = true ] && _name=RESULTS_whisper.md
+    cp "${decode_root}/RESULTS.md" "${_name}"
+    log "  RESULTS.md -> $(pwd)/${_name}"
   fi
 }
 
@@ -448,7 +451,7 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ];
   mkdir -p "${token_dir}"
   if [ "${token_type}" = whisper ]; then
     [ "${nvv_tags}" = true ] || { echo "$0: --whisper true needs --nvv_tags true" >&2; exit 2; }
-    python -m pyutils.whisper.weights "${whisper_model:-base}"
+    python -m pyutils.whisper.weights --verify "${whisper_model:-base}"
     python -m pyutils.whisper.tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
     for dset in ${train_set} ${valid_set}; do
       # From the official-form text (Whisper keeps case and punctuation), for the

@@ -100,9 +100,21 @@ class OffsetTokenEmbedding(torch.nn.Module):
             torch.empty(vocab_size - offset - n, dim).normal_(mean.item(), std.item()))
         self.num_embeddings, self.embedding_dim = vocab_size, dim
 
+        self._cache: Optional[torch.Tensor] = None
+        self._cache_key: tuple = ()
+
     @property
     def weight(self) -> torch.Tensor:
-        return torch.cat([self.before, self.pretrained, self.after], dim=0)
+        parts = (self.before, self.pretrained, self.after)
+        if self.training and torch.is_grad_enabled():
+            return torch.cat(parts, dim=0)
+        # Inference calls this twice per decoding step (input embedding, tied output
+        # layer): keep one concatenated copy while the parameters are unchanged.
+        key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in parts)
+        if self._cache is None or key != self._cache_key:
+            self._cache = torch.cat([p.detach() for p in parts], dim=0)
+            self._cache_key = key
+        return self._cache
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.embedding(ids, self.weight)
