@@ -142,3 +142,107 @@ def test_python_api(tmp_path, monkeypatch):
     assert "part 2" in (tmp_path / "log/api.2.log").read_text()
     with pytest.raises(JobsFailed):
         run_jobs(None, "log/bad.log", "exit 3")
+
+
+# ------------------------------------------------------------ jobs die with their run
+def _wait_pids(tmp_path, n, timeout=30):
+    for _ in range(int(timeout * 10)):
+        files = [tmp_path / f"pid.{j}" for j in range(1, n + 1)]
+        if all(f.exists() and f.read_text().strip() for f in files):
+            return [int(f.read_text()) for f in files]
+        time.sleep(0.1)
+    raise AssertionError("jobs did not start")
+
+
+def _gone(pid):
+    p = Path(f"/proc/{pid}/status")
+    return not p.exists() or "\nState:\tZ" in p.read_text()
+
+
+def _wait_gone(pids, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline and not all(_gone(p) for p in pids):
+        time.sleep(0.1)
+    return all(_gone(p) for p in pids)
+
+
+def _backend_pid(marker):
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+JOB_SCRIPT = "echo $$ > pid.JOB; sleep 120"
+
+
+def test_kill9_of_the_whole_run_kills_its_jobs(tmp_path):
+    # kill -9 of the run's process group: the jobs live in their own sessions, the
+    # watchdog (own session too) sees run.pl's pipe close and kills them.
+    proc = subprocess.Popen([RUN_PL, "JOB=1:2", "log/k.JOB.log", JOB_SCRIPT], cwd=tmp_path,
+                            start_new_session=True, stderr=subprocess.DEVNULL)
+    pids = _wait_pids(tmp_path, 2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _wait_gone(pids), "jobs outlived kill -9 of their run"
+
+
+def test_kill9_of_the_parent_shell_kills_its_jobs(tmp_path):
+    # the recipe shell is killed alone: run.pl gets SIGTERM (parent-death signal)
+    shell = subprocess.Popen(["bash", "-c", f"{RUN_PL} JOB=1:2 log/k.JOB.log '{JOB_SCRIPT}'; "
+                              "echo never > after"], cwd=tmp_path, stderr=subprocess.DEVNULL)
+    pids = _wait_pids(tmp_path, 2)
+    shell.kill()
+    shell.wait()
+    assert _wait_gone(pids), "jobs outlived kill -9 of the shell that started them"
+    assert "# Ended (code 143)" in (tmp_path / "log/k.1.log").read_text()
+
+
+def test_rerun_kills_orphans_of_a_run_killed_with_its_watchdog(tmp_path):
+    # worst case: run.pl AND its watchdog are SIGKILLed; the jobs keep the owner
+    # file locked, so the rerun finds them and kills them before starting.
+    proc = subprocess.Popen([RUN_PL, "JOB=1:2", "log/k.JOB.log", JOB_SCRIPT], cwd=tmp_path,
+                            start_new_session=True, stderr=subprocess.DEVNULL)
+    pids = _wait_pids(tmp_path, 2)
+    lock = tmp_path / "log" / ".k.JOB.log.lock"
+    for line in lock.read_text().splitlines():
+        assert line.split()[0] in ("owner", "pgid")
+    watchdogs = [p for p in _backend_pid("pyutils.jobs.guard watch")
+                 if os.getsid(p) != os.getsid(proc.pid)
+                 and Path(f"/proc/{p}/status").exists()
+                 and f"PPid:\t{proc.pid}\n" in Path(f"/proc/{p}/status").read_text()]
+    assert len(watchdogs) == 1
+    os.kill(watchdogs[0], signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.3)
+    assert not any(_gone(p) for p in pids)  # orphans, still running
+    for f in tmp_path.glob("pid.*"):
+        f.unlink()
+    p = run(["JOB=1:2", "log/k.JOB.log", "echo rerun JOB"], tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "was killed but its jobs kept running" in p.stderr
+    assert all(_gone(pid) for pid in pids)
+    assert "rerun 2" in (tmp_path / "log/k.2.log").read_text()
+
+
+def test_second_concurrent_run_is_refused(tmp_path):
+    first = subprocess.Popen([RUN_PL, "JOB=1:2", "log/k.JOB.log", JOB_SCRIPT], cwd=tmp_path,
+                             stderr=subprocess.DEVNULL)
+    try:
+        _wait_pids(tmp_path, 2)
+        p = run(["JOB=1:2", "log/k.JOB.log", "echo second"], tmp_path, timeout=30)
+        assert p.returncode == 1
+        assert f"pid {first.pid}" in p.stderr and "refusing" in p.stderr
+        assert "second" not in (tmp_path / "log/k.1.log").read_text()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=20)
+
+
+def test_sighup_kills_children(tmp_path):
+    proc = subprocess.Popen([RUN_PL, "log/h.log", "echo $$ > pid.1; sleep 60"], cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True)
+    pids = _wait_pids(tmp_path, 1)
+    proc.send_signal(signal.SIGHUP)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 128 + signal.SIGHUP
+    assert _wait_gone(pids)

@@ -9,8 +9,15 @@ path.sh), at most ``--max-jobs-run`` at once (default: number of CPUs).
 Other options (--mem, --gpu, --num-threads, --time, --config, ...) are
 accepted and ignored, as Kaldi's run.pl does; --num-threads is only written
 to the log's Accounting line. Exit status 0 if every task succeeded, else 1
-with a report naming the first failing log and its last lines. Ctrl-C or
-SIGTERM kills every running task (whole process group) and exits 130/143.
+with a report naming the first failing log and its last lines. Ctrl-C,
+SIGTERM or SIGHUP kills every running task (whole process group) and exits
+128+signal.
+
+Jobs die with their run (see :mod:`pyutils.jobs.guard`): run.pl gets SIGTERM
+when its parent dies; a watchdog kills the job groups if run.pl itself is
+killed (even ``kill -9`` of the whole process group); and the owner file
+``<logdir>/.<log name>.lock`` (held by run.pl and every job) lets a rerun kill
+the orphans of a dead run, or refuse to start while the earlier run is alive.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import time
 from pathlib import Path
 
 from .common import JobArray, UsageError, backend_main, failure_report, log_footer, log_header
+from .guard import ArrayLock, Busy, Watchdog, die_with_parent
 
 PROG = "run.pl"
 
@@ -40,7 +48,13 @@ def _default_max_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _start(job: JobArray, task: int):
+def lock_path(job: JobArray) -> Path:
+    """Owner file of an array: next to its logs, named after the log template."""
+    log = Path(job.log)
+    return log.parent / f".{log.name}.lock"
+
+
+def _start(job: JobArray, task: int, lock_fd: int | None = None):
     log = job.log_for(task)
     cmd = job.command_for(task)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -50,8 +64,11 @@ def _start(job: JobArray, task: int):
     env = dict(os.environ)
     if job.var:
         env[job.var] = str(task)
+    # The job holds the array's owner file open (pass_fds), so that a rerun can
+    # tell whether orphaned jobs of a killed run are still going.
     proc = subprocess.Popen(["bash", "-c", cmd], stdout=fh, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                            stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                            pass_fds=(lock_fd,) if lock_fd is not None else ())
     return proc, fh, time.time(), log
 
 
@@ -68,7 +85,23 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> int:
-    """Run every task of ``job``; return 0 or 1 (130/143 if interrupted)."""
+    """Run every task of ``job``; return 0 or 1 (128+signal if interrupted)."""
+    die_with_parent()
+    try:
+        lock = ArrayLock(lock_path(job), prog, what=f"{prog} {job.log}")
+        with lock:
+            watchdog = Watchdog()
+            try:
+                return _run_array(job, prog, max_jobs, lock, watchdog)
+            finally:
+                watchdog.close()
+    except Busy as e:
+        print(e, file=sys.stderr)
+        return 1
+
+
+def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
+               watchdog: Watchdog) -> int:
     if max_jobs is None:
         raw = job.options.get("max_jobs_run")
         try:
@@ -84,14 +117,18 @@ def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> i
     def on_signal(signum, _frame):
         raise _Interrupted(signum)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, on_signal)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         delay = 0.01
         while pending or running:
             while pending and len(running) < max_jobs:
                 task = pending.pop(0)
                 try:
-                    running[task] = _start(job, task)
+                    running[task] = _start(job, task, lock.fd)
+                    pgid = running[task][0].pid
+                    watchdog.track_group(pgid)
+                    lock.record(f"pgid {pgid}")
                 except OSError as e:  # log dir not writable, bash missing, ...
                     print(f"{prog}: cannot start job {task}: {e}", file=sys.stderr)
                     failed.append((task, job.log_for(task)))
@@ -102,6 +139,7 @@ def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> i
                     # A negative code means killed by a signal: report 128+sig like bash.
                     code = 128 - code if code < 0 else code
                     _finish(fh, t0, job.threads, code)
+                    watchdog.untrack_group(proc.pid)
                     if code != 0:
                         failed.append((task, log))
                     done.append(task)

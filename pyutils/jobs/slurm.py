@@ -25,7 +25,14 @@ The sbatch script is written to ``<logdir>/q/<name>.sh``; Slurm's own output
 goes to ``<logdir>/q/<name>.<task>.out``. Each task writes its JOB log in
 run.pl's format and its exit status to ``<logdir>/q/<name>.status/<task>``.
 We wait for the array (polling ``squeue``), then report failures exactly
-like run.pl. Ctrl-C/SIGTERM cancel the array with ``scancel``.
+like run.pl. Ctrl-C/SIGTERM/SIGHUP cancel the array with ``scancel``.
+
+Jobs die with their run (see :mod:`pyutils.jobs.guard`): slurm.pl gets
+SIGTERM when its parent dies; a watchdog in its own session runs ``scancel``
+if slurm.pl itself is killed (even by SIGKILL); and the owner file
+``<logdir>/q/<name>.lock`` records the Slurm job id, so a rerun cancels a
+still-queued/running array of a dead slurm.pl before submitting again (and
+refuses to submit while that slurm.pl is alive).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .common import JobArray, UsageError, backend_main, failure_report, read_exit_code
+from .guard import ArrayLock, Busy, Watchdog, die_with_parent
 
 PROG = "slurm.pl"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -199,6 +207,37 @@ def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -
         print(f"{PROG}: sbatch not found in PATH (is Slurm installed? use "
               "cmd_backend=local to run locally)", file=sys.stderr)
         return 1
+    die_with_parent()
+    name = _base_name(job)
+    qdir = Path(job.log_for(job.start)).parent / "q"
+    try:
+        with ArrayLock(qdir / f"{name}.lock", PROG, what=f"{PROG} {job.log}") as lock:
+            _cancel_orphans(lock.previous)
+            watchdog = Watchdog()
+            try:
+                return _submit_and_wait(job, poll_max, grace, lock, watchdog)
+            finally:
+                watchdog.close()
+    except Busy as e:
+        print(e, file=sys.stderr)
+        return 1
+
+
+def _cancel_orphans(previous: dict) -> None:
+    """Cancel the Slurm arrays of an earlier slurm.pl that died before they ended."""
+    if previous.get("finished"):
+        return
+    for jobid in previous.get("slurm", []):
+        states = _squeue_states(jobid)
+        if states:
+            subprocess.run(["scancel", jobid], capture_output=True)
+            print(f"{PROG}: Slurm job {jobid} of an earlier, killed slurm.pl "
+                  f"(pid {previous.get('pid')}) was still {states[0].lower()}; cancelled it",
+                  file=sys.stderr)
+
+
+def _submit_and_wait(job: JobArray, poll_max: float, grace: float, lock: ArrayLock,
+                     watchdog: Watchdog) -> int:
     conf_path = find_config(job.options)
     conf = SlurmConfig.parse(conf_path) if conf_path else SlurmConfig()
     warn = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
@@ -231,11 +270,14 @@ def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -
               f"{proc.stderr.strip()}", file=sys.stderr)
         return 1
     jobid = proc.stdout.strip().split(";")[0]
+    watchdog.track_slurm(jobid)
+    lock.record(f"slurm {jobid}")
 
     def on_signal(signum, _frame):
         raise _Interrupted(signum)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, on_signal)
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     tasks = job.task_ids
     try:
         delay, unreachable_since = 0.5, None
