@@ -131,6 +131,7 @@ if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
   echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
 fi
 case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
+. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
 
 _ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)  # path.sh sets OMP_NUM_THREADS=1, which nproc honours
 [ "${nj}" = auto ] && nj=$(min "${_ncpu}" 8)

@@ -82,6 +82,7 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected arguments: $*" >&2
   exit 1
 fi
+. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 
 # ---------------------------------------------------------------- presets
 case "${preset}" in

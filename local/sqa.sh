@@ -64,6 +64,7 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected arguments: $*" >&2
   exit 1
 fi
+. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 
 model_dir=${exp_dir}/sqa_${tag}
 stats_file=${dump_dir}/${train_set}/feats_stats.npz   # lives with the features it describes

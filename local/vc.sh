@@ -101,6 +101,7 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected argument(s): $*  (options are --name value)" >&2
   exit 2
 fi
+. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
 for f in path.sh cmd.sh db.sh; do
   [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from egs/vivc" >&2; exit 1; }
 done

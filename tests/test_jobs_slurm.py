@@ -7,6 +7,7 @@ The config-file mapping is also tested without Slurm (always runs).
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -151,3 +152,73 @@ def test_task_killed_by_slurm_is_a_failure(slurm, tmp_path):
     assert "task 1 of Slurm job" in p.stderr and "left no exit status" in p.stderr
     assert "job failed, log is in" in p.stderr and "log/k.1.log" in p.stderr
     assert "done 1" not in (tmp_path / "log/k.1.log").read_text().splitlines()  # killed before echo
+
+
+def _jobid_of(tmp_path, name, timeout=60):
+    lock = tmp_path / "log" / "q" / f"{name}.lock"
+    for _ in range(timeout * 10):
+        if lock.exists():
+            ids = [l.split()[1] for l in lock.read_text().splitlines() if l.startswith("slurm ")]
+            if ids:
+                return ids[0]
+        time.sleep(0.1)
+    raise AssertionError("no Slurm job id recorded")
+
+
+def _squeue(jobid):
+    p = subprocess.run(["squeue", "-h", "-j", jobid, "-o", "%T"], capture_output=True, text=True)
+    return p.stdout.split()
+
+
+def _wait_cancelled(jobid, timeout=30):
+    for _ in range(timeout * 10):
+        if not _squeue(jobid) or all(s in ("CANCELLED", "COMPLETING") for s in _squeue(jobid)):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_kill9_of_slurm_pl_cancels_its_array(slurm, tmp_path):
+    # slurm.pl and its whole process group are SIGKILLed: the watchdog runs scancel
+    proc = subprocess.Popen([SLURM_PL, "--config", CONF, "JOB=1:2", "log/w.JOB.log", "sleep 120"],
+                            cwd=tmp_path, start_new_session=True, stderr=subprocess.DEVNULL)
+    jobid = _jobid_of(tmp_path, "w")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _wait_cancelled(jobid), f"Slurm job {jobid} still {_squeue(jobid)}"
+
+
+def test_rerun_cancels_the_array_of_a_dead_slurm_pl(slurm, tmp_path):
+    # slurm.pl AND its watchdog are SIGKILLed: the rerun reads the owner file,
+    # sees its owner is gone and cancels the orphaned array before submitting
+    proc = subprocess.Popen([SLURM_PL, "--config", CONF, "JOB=1:2", "log/w.JOB.log", "sleep 120"],
+                            cwd=tmp_path, start_new_session=True, stderr=subprocess.DEVNULL)
+    jobid = _jobid_of(tmp_path, "w")
+    out = subprocess.run(["pgrep", "-f", "pyutils.jobs.guard watch"], capture_output=True,
+                         text=True).stdout.split()
+    for pid in out:
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and f"PPid:\t{proc.pid}\n" in status.read_text():
+            os.kill(int(pid), signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(1)
+    assert _squeue(jobid), "the orphaned array should still be queued/running here"
+    p = slurm_pl(["JOB=1:2", "log/w.JOB.log", "echo again JOB"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"Slurm job {jobid} of an earlier, killed slurm.pl" in p.stderr
+    assert _wait_cancelled(jobid)
+    assert "again 2" in (tmp_path / "log/w.2.log").read_text()
+
+
+def test_second_concurrent_slurm_pl_is_refused(slurm, tmp_path):
+    first = subprocess.Popen([SLURM_PL, "--config", CONF, "JOB=1:2", "log/w.JOB.log", "sleep 30"],
+                             cwd=tmp_path, stderr=subprocess.DEVNULL)
+    try:
+        _jobid_of(tmp_path, "w")
+        p = slurm_pl(["JOB=1:2", "log/w.JOB.log", "echo second"], tmp_path, timeout=60)
+        assert p.returncode == 1
+        assert f"pid {first.pid}" in p.stderr and "refusing" in p.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)

@@ -75,15 +75,30 @@ def alive(pid: int, started: str | None) -> bool:
     return now is not None and (started is None or now == started)
 
 
+def _ancestors() -> set[int]:
+    """This process and its ancestors (a rerun holding the file itself is not an orphan)."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            break
+        m = [line for line in status.splitlines() if line.startswith("PPid:")]
+        pid = int(m[0].split()[1]) if m else 0
+    return out
+
+
 def holders(path: str | Path) -> list[int]:
-    """Pids of processes (ours to see) that have ``path`` open."""
+    """Pids of processes (ours to see, not our ancestors) that have ``path`` open."""
     try:
         st = os.stat(path)
     except OSError:
         return []
     found = []
+    mine = _ancestors()
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+        if not entry.name.isdigit() or int(entry.name) in mine:
             continue
         try:
             fds = os.scandir(f"/proc/{entry.name}/fd")
@@ -98,6 +113,38 @@ def holders(path: str | Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def held_lock_fds() -> tuple[int, ...]:
+    """Our open fds on the recipe locks named in ``CHORUS_HELD_LOCKS``.
+
+    run.pl passes them on to its jobs, so a job orphaned by a killed run still
+    holds its exp dir's lock: a rerun waits for it (or kills it) instead of
+    working beside it.
+    """
+    paths = [p for p in os.environ.get("CHORUS_HELD_LOCKS", "").split(":") if p]
+    if not paths:
+        return ()
+    wanted = set()
+    for p in paths:
+        try:
+            st = os.stat(p)
+            wanted.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    fds = []
+    try:
+        entries = os.listdir("/proc/self/fd")
+    except OSError:
+        return ()
+    for name in entries:
+        try:
+            st = os.fstat(int(name))
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) in wanted:
+            fds.append(int(name))
+    return tuple(fds)
 
 
 def kill_groups(pgids, sig: int) -> None:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from .common import JobArray, UsageError, backend_main, failure_report, log_footer, log_header
-from .guard import ArrayLock, Busy, Watchdog, die_with_parent
+from .guard import ArrayLock, Busy, Watchdog, die_with_parent, held_lock_fds
 
 PROG = "run.pl"
 
@@ -54,7 +54,7 @@ def lock_path(job: JobArray) -> Path:
     return log.parent / f".{log.name}.lock"
 
 
-def _start(job: JobArray, task: int, lock_fd: int | None = None):
+def _start(job: JobArray, task: int, lock_fds: tuple[int, ...] = ()):
     log = job.log_for(task)
     cmd = job.command_for(task)
     Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -64,11 +64,12 @@ def _start(job: JobArray, task: int, lock_fd: int | None = None):
     env = dict(os.environ)
     if job.var:
         env[job.var] = str(task)
-    # The job holds the array's owner file open (pass_fds), so that a rerun can
-    # tell whether orphaned jobs of a killed run are still going.
+    # The job holds the array's owner file and the recipe's exp-dir lock open
+    # (pass_fds), so that a rerun can tell whether orphaned jobs of a killed run
+    # are still going.
     proc = subprocess.Popen(["bash", "-c", cmd], stdout=fh, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-                            pass_fds=(lock_fd,) if lock_fd is not None else ())
+                            pass_fds=lock_fds)
     return proc, fh, time.time(), log
 
 
@@ -111,6 +112,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
     if max_jobs <= 0:
         max_jobs = _default_max_jobs()
     pending = job.task_ids
+    recipe_locks = held_lock_fds()
     running: dict[int, tuple] = {}
     failed: list[tuple[int, str]] = []
 
@@ -125,7 +127,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
             while pending and len(running) < max_jobs:
                 task = pending.pop(0)
                 try:
-                    running[task] = _start(job, task, lock.fd)
+                    running[task] = _start(job, task, (lock.fd, *recipe_locks))
                     pgid = running[task][0].pid
                     watchdog.track_group(pgid)
                     lock.record(f"pgid {pgid}")

@@ -1,0 +1,133 @@
+"""utils/stage_prelude.sh: stage-range checks and one run per exp dir (all local/*.sh).
+
+Stage ranges are checked on the real recipes' run.sh (they stop before any work);
+the lock is checked on a small stage script that sources the prelude the same way.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = [("nvv_asr_en", "--expdir"), ("nvv_asr_zh", "--expdir"), ("nvv_tts", "--exp_dir"),
+           ("sqa", "--exp_dir"), ("vivc", "--expdir")]
+
+
+@pytest.mark.parametrize("recipe,exp_opt", RECIPES)
+@pytest.mark.parametrize("args,message", [
+    (["--stage", "5", "--stop-stage", "2"], "--stage 5 is after --stop-stage 2"),
+    (["--stage", "99"], "--stage 99 is out of range"),
+    (["--stage", "abc"], "--stage 'abc' is not a stage number"),
+    (["--stop_stage", "-1"], "--stop-stage '-1' is not a stage number"),
+    (["--stop-stage", "9"], "--stop-stage 9 is out of range"),
+])
+def test_bad_stage_range_is_an_error(recipe, exp_opt, args, message, tmp_path):
+    r = subprocess.run(["./run.sh", exp_opt, str(tmp_path / "exp"), *args],
+                       cwd=ROOT / "egs" / recipe, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert "successfully" not in r.stdout + r.stderr
+
+
+STAGE_SCRIPT = """#!/usr/bin/env bash
+set -euo pipefail
+stage=0
+stop_stage=8
+expdir=exp
+nested=false
+bg=false
+. utils/parse_options.sh
+. utils/stage_prelude.sh "${expdir}"
+echo "running $$" >> ran.txt
+if [ "${nested}" = true ]; then ./local.sh --expdir "${expdir}"; exit 0; fi
+if [ "${bg}" = true ] && [ ! -f go ]; then sleep 120 & echo $! > bg.pid; fi
+[ -f go ] || utils/run.pl "${expdir}/log/train.log" 'echo $$ > job.pid; sleep 120'
+echo finished >> ran.txt
+"""
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    (tmp_path / "utils").symlink_to(ROOT / "utils")
+    script = tmp_path / "local.sh"
+    script.write_text(STAGE_SCRIPT)
+    script.chmod(0o755)
+    return tmp_path
+
+
+def _wait_file(path, timeout=30):
+    for _ in range(int(timeout * 10)):
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _gone(pid):
+    p = Path(f"/proc/{pid}/status")
+    return not p.exists() or "\nState:\tZ" in p.read_text()
+
+
+def test_second_run_in_the_same_exp_dir_is_refused(recipe):
+    first = subprocess.Popen(["./local.sh"], cwd=recipe, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        _wait_file(recipe / "job.pid")
+        r = subprocess.run(["./local.sh"], cwd=recipe, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1
+        assert f"pid {first.pid}" in r.stderr and "refusing" in r.stderr
+        assert (recipe / "ran.txt").read_text().count("running") == 1
+        # another exp dir is fine
+        (recipe / "go").touch()
+        r = subprocess.run(["./local.sh", "--expdir", "exp2"], cwd=recipe, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=20)
+
+
+@pytest.mark.parametrize("how", ["shell", "group"])
+def test_kill9_then_rerun_never_runs_beside_an_orphan(recipe, how):
+    first = subprocess.Popen(["./local.sh"], cwd=recipe, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    job = int(_wait_file(recipe / "job.pid"))
+    if how == "shell":
+        first.kill()                           # kill -9 of the stage script alone
+    else:
+        os.killpg(first.pid, signal.SIGKILL)   # kill -9 of its whole process group
+    first.wait()
+    (recipe / "go").touch()
+    r = subprocess.run(["./local.sh"], cwd=recipe, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert _gone(job), "the first run's job is still running"
+    assert (recipe / "ran.txt").read_text().splitlines()[-1] == "finished"
+
+
+def test_rerun_kills_a_background_orphan_holding_the_lock(recipe):
+    first = subprocess.Popen(["./local.sh", "--bg", "true"], cwd=recipe,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    job = int(_wait_file(recipe / "job.pid"))
+    bg = int(_wait_file(recipe / "bg.pid"))
+    first.kill()
+    first.wait()
+    time.sleep(0.2)
+    assert not _gone(bg)  # a plain background process of the dead run: an orphan
+    (recipe / "go").touch()
+    r = subprocess.run(["./local.sh"], cwd=recipe, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "was killed but its jobs kept running" in r.stderr
+    assert _gone(bg) and _gone(job)
+
+
+def test_nested_stage_script_shares_the_lock(recipe):
+    (recipe / "go").touch()
+    r = subprocess.run(["./local.sh", "--nested", "true"], cwd=recipe, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (recipe / "ran.txt").read_text().count("running") == 2

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Shared prelude of the stage scripts in local/ (nvv_asr.sh nvv_tts.sh sqa.sh vc.sh).
+# Source it once the options are parsed, with the experiment dir of the run:
+#
+#   . utils/parse_options.sh
+#   . utils/stage_prelude.sh "${expdir}"
+#
+# 1. Stage range: --stage and --stop-stage must be whole numbers in 0..${max_stage:-8}
+#    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
+# 2. One run per exp dir: an flock on <expdir>/.run.lock, held for the whole run and
+#    inherited by everything it starts. A second run in the same exp dir is refused
+#    (exit 1) while the first is alive. If the first was killed (kill -9) but some of
+#    its processes are still going, they are killed before this run starts
+#    (pyutils.jobs.guard reclaim), so a rerun never works beside an orphan.
+#    A stage script called by another one (vc.sh -> nvv_asr.sh) with the same exp dir
+#    shares its caller's lock (CHORUS_HELD_LOCKS).
+
+_sp_fail() { echo "$0: $*" >&2; exit 2; }
+_sp_max=${max_stage:-8}
+for _sp_name in stage stop_stage; do
+  _sp_val=${!_sp_name}
+  [[ "${_sp_val}" =~ ^[0-9]+$ ]] \
+    || _sp_fail "--${_sp_name//_/-} '${_sp_val}' is not a stage number (0..${_sp_max})"
+  _sp_val=$((10#${_sp_val}))
+  [ "${_sp_val}" -le "${_sp_max}" ] \
+    || _sp_fail "--${_sp_name//_/-} ${_sp_val} is out of range: stages are 0..${_sp_max}"
+  printf -v "${_sp_name}" '%s' "${_sp_val}"
+done
+[ "${stage}" -le "${stop_stage}" ] \
+  || _sp_fail "--stage ${stage} is after --stop-stage ${stop_stage}: nothing would run"
+
+if [ -n "${1:-}" ]; then
+  mkdir -p "$1"
+  _sp_lock="$(cd "$1" && pwd -P)/.run.lock"
+  case ":${CHORUS_HELD_LOCKS:-}:" in
+    *":${_sp_lock}:"*) ;;  # our caller holds it
+    *)
+      exec {_sp_fd}>>"${_sp_lock}"
+      if ! flock -n "${_sp_fd}"; then
+        _sp_root="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
+        _sp_py="${_sp_root}/tools/venv/bin/python"
+        [ -x "${_sp_py}" ] || _sp_py=python3
+        # exit 1 with a message if the owner is alive; else kill its orphans
+        CHORUS_PROG="$0" PYTHONPATH="${_sp_root}${PYTHONPATH:+:${PYTHONPATH}}" \
+          "${_sp_py}" -m pyutils.jobs.guard reclaim "${_sp_lock}" || exit 1
+        flock -w 5 "${_sp_fd}" || { echo "$0: ${_sp_lock} is held by another run; refusing to start" >&2; exit 1; }
+      fi
+      # owner line read by pyutils.jobs.guard: pid, kernel start time (pid reuse), what
+      _sp_stat=$(< "/proc/$$/stat"); _sp_stat=${_sp_stat##*) }
+      read -r -a _sp_fields <<< "${_sp_stat}"
+      printf 'owner %s %s %s\n' "$$" "${_sp_fields[19]:-?}" "$0 (in $(pwd))" > "${_sp_lock}"
+      export CHORUS_HELD_LOCKS="${CHORUS_HELD_LOCKS:+${CHORUS_HELD_LOCKS}:}${_sp_lock}"
+      ;;
+  esac
+fi
+unset _sp_name _sp_val _sp_max _sp_stat _sp_fields _sp_root _sp_py
+unset -f _sp_fail
