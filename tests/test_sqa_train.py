@@ -41,6 +41,22 @@ def test_train_loop_learns_and_saves(tmp_path):
     # resuming a finished run does no more epochs and keeps the log
     assert main(args + ["--resume"]) == 0
     assert len((out / "train_log.tsv").read_text().splitlines()) == 3
+    first_model = (out / "model.pt").read_bytes()
+    # a run killed after logging epoch 2 but before its checkpoint: the resumed
+    # run redoes epoch 2 and the log has it once
+    import torch
+    ck = torch.load(out / "last.pt", weights_only=True)
+    ck["epoch"], ck["step"] = 1, ck["step"] // 2
+    torch.save(ck, out / "last.pt")
+    assert main(args + ["--resume"]) == 0
+    epochs = [l.split("\t")[0] for l in (out / "train_log.tsv").read_text().splitlines()[1:]]
+    assert epochs == ["1", "2"]
+    # a deleted model.pt is not "resumed" into nothing: training starts over
+    (out / "model.pt").unlink()
+    assert main(args + ["--resume"]) == 0
+    assert (out / "model.pt").exists()
+    assert len((out / "train_log.tsv").read_text().splitlines()) == 3
+    assert len(first_model) > 0
 
 
 def test_unknown_config_key_is_an_error(tmp_path):

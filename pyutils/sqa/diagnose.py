@@ -49,8 +49,13 @@ def load_diagnoser(model_dir: str):
     feats_cfg = extra.get("features") or {"n_mels": int(mean.shape[0]), "vad": False}
     pp_path = os.path.join(model_dir, "postproc.json")
     if os.path.exists(pp_path):
-        with open(pp_path, encoding="utf-8") as f:
-            params = json.load(f)["params"]
+        try:
+            with open(pp_path, encoding="utf-8") as f:
+                params = json.load(f)["params"]
+            if not isinstance(params, dict):
+                raise TypeError("'params' is not an object")
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{pp_path}: not a post-processing file from the SQA recipe ({e})")
     else:
         print(f"chorus-sqa: warning: no {pp_path}; using default post-processing", file=sys.stderr)
         params = {f: dict(DEFAULT_PARAMS) for f in FAULTS}
@@ -77,20 +82,35 @@ def format_row(path: str, row: dict) -> str:
     return "\n".join(lines)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="chorus-sqa", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="trained model dir (exp/sqa_<tag> with model.pt, postproc.json)")
     p.add_argument("inputs", nargs="+", help="audio files and/or directories")
     p.add_argument("--json", action="store_true", help="one JSON object per file (chorus-score sqa format + path)")
-    p.add_argument("--num-threads", type=int, default=1)
+    p.add_argument("--num-threads", type=_positive_int, default=1)
     a = p.parse_args(argv)
     torch.set_num_threads(a.num_threads)
     files = find_audio(a.inputs)
     if not files:
         print("chorus-sqa: no audio files found in " + " ".join(a.inputs), file=sys.stderr)
         return 1
-    diagnose = load_diagnoser(a.model)
+    from pyutils.sqa.model import ModelFileError
+    try:
+        diagnose = load_diagnoser(a.model)
+    except (ModelFileError, ValueError, KeyError, OSError) as e:
+        print(f"chorus-sqa: {e}", file=sys.stderr)
+        return 2
     done, skipped = 0, 0
     for path in files:
         try:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from pyutils.sqa.common import num_grid_frames, read_scp, write_jsonl
-from pyutils.sqa.model import fit_length, load_model
+from pyutils.sqa.model import ModelFileError, fit_length, load_model
 from pyutils.sqa.postproc import make_row
 
 
@@ -71,7 +71,11 @@ def main(argv=None) -> int:
     import kaldiio
 
     torch.set_num_threads(args.num_threads)
-    model, mean, std, _ = load_model(os.path.join(args.model_dir, "model.pt"))
+    try:
+        model, mean, std, _ = load_model(os.path.join(args.model_dir, "model.pt"))
+    except (ModelFileError, OSError) as e:
+        print(f"pyutils.sqa.infer: {e}", file=sys.stderr)
+        return 2
     durs = {k: float(v) for k, v in read_scp(os.path.join(args.data_dir, "utt2dur"))}
     os.makedirs(args.outdir, exist_ok=True)
     outputs, t0 = {}, time.time()

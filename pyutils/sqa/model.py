@@ -163,21 +163,56 @@ def save_model(path: str, model: SQAModel, stats: dict, extra: dict | None = Non
     """Checkpoint with everything inference needs (config, weights, feature stats)."""
     import os
 
-    blob = {"model_config": model.cfg.to_dict(), "state_dict": model.state_dict(),
+    blob = {"model_config": _plain(model.cfg.to_dict()), "state_dict": model.state_dict(),
             "feat_mean": torch.as_tensor(stats["mean"]), "feat_std": torch.as_tensor(stats["std"]),
-            "extra": extra or {}}
+            "extra": _plain(extra or {})}
     tmp = path + ".tmp"
     torch.save(blob, tmp)
     os.replace(tmp, path)
 
 
+def _plain(obj):
+    """Plain Python containers/scalars only (numpy scalars -> Python), so the
+    checkpoint loads with ``torch.load(weights_only=True)``."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, torch.Tensor):
+        return obj.item()  # numpy scalar
+    return obj
+
+
+class ModelFileError(ValueError):
+    """A model file that is not a usable Chorus SQA checkpoint."""
+
+
+def safe_torch_load(path: str, device: str = "cpu"):
+    """``torch.load`` that never runs code from the file (``weights_only=True``:
+    tensors and plain containers only), with a one-line error for anything else."""
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # pickle.UnpicklingError, RuntimeError, EOFError, zipfile errors ...
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelFileError(f"{path}: not a loadable checkpoint (only tensors and plain "
+                             f"data are accepted): {first}") from None
+
+
 def load_model(path: str, device: str = "cpu"):
-    """-> (model in eval mode, mean, std, extra)."""
-    blob = torch.load(path, map_location=device, weights_only=False)
-    cfg = dict(blob["model_config"])
-    if "tcn_dilations" in cfg:
-        cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
-    model = SQAModel(ModelConfig(**cfg))
-    model.load_state_dict(blob["state_dict"])
+    """-> (model in eval mode, mean, std, extra). Raises :class:`ModelFileError`."""
+    blob = safe_torch_load(path, device)
+    try:
+        cfg = dict(blob["model_config"])
+        if "tcn_dilations" in cfg:
+            cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
+        model = SQAModel(ModelConfig(**cfg))
+        model.load_state_dict(blob["state_dict"])
+        mean, std = blob["feat_mean"], blob["feat_std"]
+        if not (isinstance(mean, torch.Tensor) and isinstance(std, torch.Tensor)):
+            raise TypeError("feat_mean/feat_std are not tensors")
+    except (KeyError, TypeError, ValueError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelFileError(f"{path}: not a Chorus SQA model ({type(e).__name__}: {first})") from None
     model.eval()
-    return model, blob["feat_mean"], blob["feat_std"], blob.get("extra", {})
+    extra = blob.get("extra", {})
+    return model, mean, std, extra if isinstance(extra, dict) else {}

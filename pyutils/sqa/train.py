@@ -31,7 +31,7 @@ import torch
 import yaml
 
 from pyutils.sqa.dataset import BucketBatchSampler, SQADataset, collate
-from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, save_model
+from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, safe_torch_load, save_model
 
 DEFAULTS = {
     "model": {},
@@ -171,8 +171,13 @@ def train(args) -> int:
     budget_s = 60.0 * float(cfg["max_minutes"])
     start_epoch, best, step, spent = 1, float("inf"), 0, 0.0
     last_path = os.path.join(args.outdir, "last.pt")
+    model_path = os.path.join(args.outdir, "model.pt")
+    if args.resume and os.path.exists(last_path) and not _usable_model(model_path):
+        # last.pt alone cannot give back the best epoch's weights: start over (same seed)
+        print(f"{model_path} is missing or damaged: training again from epoch 1", flush=True)
+        os.remove(last_path)
     if args.resume and os.path.exists(last_path):
-        ck = torch.load(last_path, map_location=device, weights_only=False)
+        ck = safe_torch_load(last_path, device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         start_epoch, best, step, spent = ck["epoch"] + 1, ck["best"], ck["step"], ck["seconds"]
@@ -184,6 +189,8 @@ def train(args) -> int:
     if start_epoch == 1:
         with open(log_path, "w", encoding="utf-8") as f:
             f.write("epoch\ttrain_loss\tdev_loss\tl_score\tl_frame\tl_utt\tseconds\n")
+    else:
+        _truncate_log(log_path, start_epoch)
     t_start = time.time() - spent
 
     def progress() -> float:
@@ -233,8 +240,36 @@ def train(args) -> int:
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                     "seconds": time.time() - t_start, "epoch": epoch, "best": best}, last_path + ".tmp")
         os.replace(last_path + ".tmp", last_path)
-    print(f"best dev loss {best:.4f}; model -> {os.path.join(args.outdir, 'model.pt')}", flush=True)
+    if not _usable_model(model_path):
+        raise SystemExit(f"training ended without a usable {model_path}")
+    print(f"best dev loss {best:.4f}; model -> {model_path}", flush=True)
     return 0
+
+
+def _usable_model(path: str) -> bool:
+    from pyutils.sqa.model import ModelFileError, load_model
+    if not os.path.exists(path):
+        return False
+    try:
+        load_model(path)
+    except ModelFileError:
+        return False
+    return True
+
+
+def _truncate_log(path: str, start_epoch: int) -> None:
+    """Keep the rows of epochs before ``start_epoch``: a run killed after writing a
+    row but before its checkpoint must not leave that epoch twice in the log."""
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    keep = lines[:1] + [l for l in lines[1:]
+                        if l.split("\t", 1)[0].isdigit() and int(l.split("\t", 1)[0]) < start_epoch]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(keep)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:
