@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
+from pyutils.safe_paths import name_problem
+
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
 
@@ -367,6 +369,9 @@ def probe_many(paths: Sequence[str], nj: int = 4) -> Dict[str, object]:
 def _check_token(value: str, what: str, utt: str) -> None:
     if not value or any(ch.isspace() for ch in value):
         raise PrepError(f"{what} {value!r} of utterance {utt!r} is empty or contains whitespace")
+    # utterance ids become file names downstream (submissions, --fix-to copies)
+    if what == "utterance id" and name_problem(value):
+        raise PrepError(f"{what} {value!r} {name_problem(value)}: it must be a plain file name")
 
 
 def atomic_write_text(path: os.PathLike, text: str) -> None:

@@ -29,6 +29,8 @@ from typing import Dict, List, Optional, Sequence
 
 from .common import PrepError, read_manifest, resolve_audio, safe_name
 from .nvv_text import BRACKET_LABEL_RE, TagMapper, load_label_map
+from pyutils.safe_paths import name_problem
+
 from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
 
 
@@ -48,6 +50,8 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
     by_split: Dict[str, List[Utt]] = {}
     for row in read_manifest(manifest):
         split = str(row.get("split") or split_name)
+        if name_problem(split):  # the split names a folder under --out
+            raise row.error(f"split {split!r} {name_problem(split)}: it must be a plain folder name")
         try:
             audio = row.text("audio", "wav", "path", "audio_path")
             text = row.text("text", "transcript", "txt")

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from pyutils.safe_paths import UnsafePathError, confined
+
 from .common import (AudioInfo, DataDir, PrepError, Row, atomic_write_text, info,
                      probe_many, warn, wav_scp_entry, write_jsonl)
 from .nvv_text import DropUtterance, TagMapper, finalize
@@ -103,7 +105,10 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
                 convert: Optional[Callable[[str, Optional[Row]], str]] = None,
                 write_ref: bool = True) -> dict:
     """Write ``opts.out/split`` from ``utts``; returns the report dict."""
-    outdir = Path(opts.out) / split
+    try:
+        outdir = confined(opts.out, split, what="split")
+    except UnsafePathError as exc:
+        raise PrepError(str(exc)) from None
     stats = mapper.stats if mapper is not None else None
     dropped: Counter = stats.utt_dropped if stats is not None else Counter()
     examples: Dict[str, List[str]] = {}

@@ -16,6 +16,7 @@ import os
 from collections import Counter
 from typing import List, Optional, Tuple
 
+from pyutils.safe_paths import confined, name_problem
 from pyutils.scoring.errors import FailedReport, ScoringError
 from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
 
@@ -116,7 +117,11 @@ def convert_wav(src: str, dst: str, sample_rate: int = SR) -> None:
 def _read_ids(ref_path: str) -> List[str]:
     ids = []
     for line, obj in read_jsonl(ref_path):
-        ids.append(require_field(obj, "utt_id", ref_path, line, nonempty=True).strip())
+        utt = require_field(obj, "utt_id", ref_path, line, nonempty=True).strip()
+        if name_problem(utt):  # <utt_id>.wav is a file name in the submission folder
+            raise ScoringError("INVALID_UTT_ID", f"utt_id {utt!r} {name_problem(utt)}: "
+                               "it must be a plain file name", ref_path, line)
+        ids.append(utt)
     dup = [u for u, n in Counter(ids).items() if n > 1]
     if dup:
         raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {dup[0]!r}", ref_path)
@@ -162,7 +167,7 @@ def validate_track2(wav_dir: str, ref_path: str, fix_to: Optional[str] = None) -
             src = os.path.join(wav_dir, f"{u}.wav")
             if os.path.isfile(src) and os.path.getsize(src) > 0:
                 try:
-                    convert_wav(src, os.path.join(fix_to, f"{u}.wav"))
+                    convert_wav(src, str(confined(fix_to, f"{u}.wav", what="utt_id")))
                     n += 1
                 except Exception as exc:
                     lines.append(f"  cannot convert {src}: {type(exc).__name__}: {exc}")
@@ -197,6 +202,9 @@ def validate_vc(pairs_path: str, out_dir: str, sample_rate: int = SR) -> List[st
         if len(cells) != 3 or not all(c.strip() for c in cells):
             raise ScoringError("INVALID_PAIRS_ROW", "expected source<TAB>target<TAB>converted", pairs_path, k)
         name = cells[2].strip()
+        if name_problem(name):
+            raise ScoringError("INVALID_PAIRS_ROW", f"converted name {name!r} {name_problem(name)}: "
+                               "it must be a plain file name in the output folder", pairs_path, k)
         if name in seen:
             raise ScoringError("DUPLICATE_UTT_ID", f"converted name {name!r} also on line {seen[name]}", pairs_path, k)
         seen[name] = k
