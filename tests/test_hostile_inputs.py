@@ -104,3 +104,27 @@ def test_validate_vc_converted_name_is_a_plain_file_name(tmp_path):
     pairs.write_text("s.wav\tt.wav\tok.wav\ns.wav\tt.wav\t../../etc/passwd\n")
     r = cli("chorus-score", "validate-vc", "--pairs", pairs, "--dir", tmp_path)
     assert_error(r, pairs, 2, text="INVALID_PAIRS_ROW")
+
+
+# --------------------------------------------------------------- finding 5: shell quoting
+def test_synth_out_with_space_and_semicolon_runs_no_command(tmp_path):
+    """finding 5: --out is never pasted into a shell string (run through utils/run.pl)."""
+    out = tmp_path / "my corpus;touch pwned"
+    r = cli("chorus-synth", "sqa", "--preset", "ci", "--num-train", "2", "--num-dev", "1",
+            "--num-test", "1", "--num-voices", "2", "--nj", "2", "--cmd", "utils/run.pl",
+            "--out", out, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "pwned").exists()
+    assert (out / ".done").exists()
+    assert len((out / "data" / "train" / "wav.scp").read_text().splitlines()) == 2
+    assert (out / "log" / "synth.2.log").exists()
+
+
+@pytest.mark.parametrize("args,opt", [(["--num-train", "-5"], "--num-train"),
+                                      (["--num-voices", "0"], "--num-voices"),
+                                      (["--nj", "0"], "--nj"),
+                                      (["--num-voices", "1"], "--num-voices 1")])
+def test_synth_counts_must_make_a_corpus(tmp_path, args, opt):
+    r = cli("chorus-synth", "sqa", "--preset", "ci", "--out", tmp_path / "c", *args)
+    assert_error(r, text=opt)
+    assert not (tmp_path / "c").exists()

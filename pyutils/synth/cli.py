@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import List
 
+from pyutils.jobs import resolve_cmd
 from pyutils.synth.io import read_jsonl, write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
 
@@ -35,6 +36,17 @@ IDENTITY = {
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
+
+
+def _positive(text: str) -> int:
+    """argparse type: a whole number >= 1 (a count of 0 or less makes no corpus)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,21 +73,21 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--lang", choices=["en"], default="en")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--nj", type=int, default=1, help="number of parallel jobs")
+        p.add_argument("--nj", type=_positive, default=1, help="number of parallel jobs")
         p.add_argument("--cmd", default="",
                        help="job backend, e.g. 'utils/run.pl' (default: local process pool)")
         p.add_argument("--overwrite", action="store_true",
                        help="remove an existing DIR made with other arguments")
-        p.add_argument("--num-voices", type=int, default=None, help="override the preset")
+        p.add_argument("--num-voices", type=_positive, default=None, help="override the preset")
         if kind in ("nvv", "sqa"):
             for s in ("train", "dev", "test"):
-                p.add_argument(f"--num-{s}", type=int, default=None,
+                p.add_argument(f"--num-{s}", type=_positive, default=None,
                                help=f"utterances in {s} (override the preset)")
         else:
-            p.add_argument("--num-target-voices", type=int, default=None,
+            p.add_argument("--num-target-voices", type=_positive, default=None,
                            help="voices held out of training (test targets)")
-            p.add_argument("--utts-per-voice", type=int, default=None)
-            p.add_argument("--num-pairs", type=int, default=None)
+            p.add_argument("--utts-per-voice", type=_positive, default=None)
+            p.add_argument("--num-pairs", type=_positive, default=None)
     return ap
 
 
@@ -143,18 +155,26 @@ def _render_with_cmd(items, out: Path, nj: int, cmd: str) -> List[dict]:
         meta_path.unlink(missing_ok=True)
         todo.append(j)
     if todo:
-        worker = (f"{shlex.quote(sys.executable)} -m pyutils.synth.worker "
-                  f"--plan {plan_dir}/plan.JOB.jsonl --out {out} --meta {meta_dir}/meta.JOB.jsonl")
-        full = f"{cmd} JOB=1:{nj} {log_dir}/synth.JOB.log {worker}"
+        # argv lists only (no shell string built from --out or --cmd): the worker
+        # command goes to the backend as ONE word, already shell-quoted, which
+        # run.pl/slurm.pl run verbatim (JOB is substituted in it).
+        backend = resolve_cmd(cmd)
+
+        def worker(task: str) -> str:
+            return shlex.join([sys.executable, "-m", "pyutils.synth.worker",
+                               "--plan", str(plan_dir / f"plan.{task}.jsonl"), "--out", str(out),
+                               "--meta", str(meta_dir / f"meta.{task}.jsonl")])
+
         if len(todo) < nj:
             _log(f"resuming: shards {todo} of {nj} left")
             # jobs of finished shards return at once: their meta exists, re-run would redo them,
             # so run only the missing ones one by one through the backend
-            procs = [subprocess.Popen(f"{cmd} {log_dir}/synth.{j}.log {worker.replace('JOB', str(j))}",
-                                      shell=True) for j in todo]
+            procs = [subprocess.Popen(backend + [str(log_dir / f"synth.{j}.log"), worker(str(j))])
+                     for j in todo]
         else:
-            _log(f"running: {full}")
-            procs = [subprocess.Popen(full, shell=True)]
+            full = backend + [f"JOB=1:{nj}", str(log_dir / "synth.JOB.log"), worker("JOB")]
+            _log(f"running: {shlex.join(full)}")
+            procs = [subprocess.Popen(full)]
         t0 = time.time()
         total = sum(len(shards[j - 1]) for j in todo)
         last = 0.0
@@ -172,7 +192,10 @@ def _render_with_cmd(items, out: Path, nj: int, cmd: str) -> List[dict]:
                 last = time.time()
         bad = [p.returncode for p in procs if p.returncode != 0]
         if bad:
-            raise SystemExit(f"chorus-synth: synthesis jobs failed; see {log_dir}/synth.*.log")
+            failed = [str(log_dir / f"synth.{j}.log") for j in todo
+                      if (log_dir / f"synth.{j}.log").exists()]
+            where = f"see {failed[0]}" if failed else f"no job log was written in {log_dir}"
+            raise SystemExit(f"chorus-synth: synthesis jobs failed (backend: {cmd}); {where}")
         _progress(total, total, t0)
     metas = []
     for j in range(1, nj + 1):
@@ -216,12 +239,12 @@ def _render_with_pool(items, out: Path, nj: int) -> List[dict]:
 def run(args) -> Path:
     out = Path(args.out).resolve()
     ident = identity(args)
+    mod = importlib.import_module(KIND_MODULES[args.kind])
+    t0 = time.time()
+    items = mod.plan_from_args(args)  # first: bad arguments fail before anything is written
     if _prepare_dir(out, ident, args.overwrite):
         _log(f"{out} is complete (.done); nothing to do")
         return out
-    mod = importlib.import_module(KIND_MODULES[args.kind])
-    t0 = time.time()
-    items = mod.plan_from_args(args)
     _log(f"{args.kind}: {len(items)} utterances -> {out} (nj={args.nj}"
          f"{', cmd=' + args.cmd if args.cmd else ', local pool'})")
     if args.cmd:
@@ -242,10 +265,13 @@ def run(args) -> Path:
 
 
 def main(argv=None) -> int:
+    from pyutils.synth.io import SynthArgError
     args = build_parser().parse_args(argv)
-    if args.nj < 1:
-        raise SystemExit("chorus-synth: --nj must be >= 1")
-    run(args)
+    try:
+        run(args)
+    except SynthArgError as e:
+        print(f"chorus-synth {args.kind}: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

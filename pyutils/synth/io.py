@@ -59,3 +59,7 @@ def write_datadir(d: str | os.PathLike, rows: List[dict], text: bool = True,
     write_text(d / "spk2utt", (f"{s} {' '.join(spk2utt[s])}" for s in _c_sorted(spk2utt)))
     if text:
         write_text(d / "text", (f"{u} {by[u][text_key]}" for u in ids))
+
+
+class SynthArgError(ValueError):
+    """Arguments that cannot make a corpus (chorus-synth exits 2 with the message)."""

@@ -103,6 +103,10 @@ def render(item: dict, out_dir: str) -> dict:
 
 def plan_from_args(args) -> List[dict]:
     p = preset_sizes(PRESETS, SPLITS, args)
+    if p["voices"] < 2:
+        from pyutils.synth.io import SynthArgError
+        raise SynthArgError(f"--num-voices {p['voices']}: the sqa corpus needs at least 2 voices "
+                            "(babble noise mixes two of them)")
     return plan(args.lang, p, p["voices"], args.seed)
 
 
