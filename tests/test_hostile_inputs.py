@@ -128,3 +128,120 @@ def test_synth_counts_must_make_a_corpus(tmp_path, args, opt):
     r = cli("chorus-synth", "sqa", "--preset", "ci", "--out", tmp_path / "c", *args)
     assert_error(r, text=opt)
     assert not (tmp_path / "c").exists()
+
+
+# --------------------------------------------------------------- finding 7: silent wrong output
+T1_REF = [{"utt_id": "u1", "language": "en", "text_with_nvvs": "hello there [laugh]"},
+          {"utt_id": "u2", "language": "en", "text_with_nvvs": "good morning"}]
+T1_HYP = [{"utt_id": "u1", "text_with_nvvs": "hello there [laugh]"},
+          {"utt_id": "u2", "text_with_nvvs": "good morning"}]
+
+
+def test_package_strips_a_bom_from_the_decode_text_and_ref_ids(tmp_path):
+    """finding 7: a UTF-8 BOM never becomes part of an utt_id."""
+    text = tmp_path / "text"
+    text.write_bytes("\ufeffu1 hello there [laugh]\nu2 good morning\n".encode("utf-8"))
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes("\ufeffu1\nu2\n".encode("utf-8"))
+    out = tmp_path / "sub.jsonl"
+    r = cli("chorus-score", "package-track1", "--text", text, "--out", out, "--ref-ids", ids)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
+    assert [x["utt_id"] for x in rows] == ["u1", "u2"]
+    assert rows[0]["text_with_nvvs"] == "hello there [laugh]"
+    assert "missing filled empty" not in r.stdout
+    refj = tmp_path / "ref.jsonl"
+    refj.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(x) + "\n" for x in T1_REF).encode())
+    r = cli("chorus-score", "package-track1", "--text", text, "--out", out, "--ref-ids", refj)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(l)["utt_id"] for l in out.read_text().splitlines()] == ["u1", "u2"]
+
+
+def test_bom_in_a_jsonl_submission_is_a_clear_error(tmp_path):
+    ref = jsonl(tmp_path / "ref.jsonl", T1_REF)
+    hyp = tmp_path / "hyp.jsonl"
+    hyp.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(x) + "\n" for x in T1_HYP).encode())
+    r = cli("chorus-score", "track1", "--ref", ref, "--hyp", hyp, "--output-json", tmp_path / "o.json")
+    assert_error(r, hyp, 1, text="byte-order mark")
+
+
+@pytest.mark.parametrize("cmd,out_opt,in_opt", [
+    ("track1", "--output-json", "--hyp"), ("track1", "--output-json", "--ref"),
+    ("track1", "--per-utt-report", "--hyp"), ("sqa", "--output-json", "--hyp"),
+    ("package-track1", "--out", "--text"), ("package-track1", "--zip", "--text"),
+    ("package-track1", "--out", "--ref-ids")])
+def test_an_output_never_overwrites_an_input(tmp_path, cmd, out_opt, in_opt):
+    """finding 7: --output-json == --hyp (or --out == --text) is refused, input intact."""
+    ref = jsonl(tmp_path / "ref.jsonl", T1_REF)
+    hyp = jsonl(tmp_path / "hyp.jsonl", T1_HYP)
+    text = tmp_path / "text"
+    text.write_text("u1 hello there [laugh]\nu2 good morning\n")
+    if cmd == "package-track1":
+        files = {"--text": text, "--ref-ids": ref}
+        args = ["--text", text, "--ref-ids", ref, "--out", tmp_path / "sub.jsonl"]
+    else:
+        files = {"--ref": ref, "--hyp": hyp}
+        args = ["--ref", ref, "--hyp", hyp, "--output-json", tmp_path / "o.json"]
+    target = files[in_opt]
+    if out_opt in args:
+        args[args.index(out_opt) + 1] = target
+    else:
+        args += [out_opt, target]
+    before = target.read_bytes()
+    r = cli("chorus-score", cmd, *args)
+    assert_error(r, target, text="OUTPUT_IS_INPUT")
+    assert target.read_bytes() == before
+
+
+# --------------------------------------------------------------- non-UTF-8, FIFOs, exact lines
+def _latin1_at(path, rows, bad_line):
+    lines = [json.dumps(x) for x in rows]
+    data = "\n".join(lines).encode() + b"\n"
+    parts = data.split(b"\n")
+    parts[bad_line - 1] = parts[bad_line - 1].replace(b"hello", b"h\xe9llo").replace(b"good", b"g\xf6od")
+    Path(path).write_bytes(b"\n".join(parts))
+    return path
+
+
+def test_non_utf8_byte_is_reported_on_its_own_line(tmp_path):
+    """runner-up: a latin-1 byte on line 2999 is reported at line 2999, not earlier."""
+    rows = [{"utt_id": f"u{i:05d}", "language": "en", "text_with_nvvs": "hello there"}
+            for i in range(3000)]
+    ref = _latin1_at(tmp_path / "ref.jsonl", rows, 2999)
+    hyp = jsonl(tmp_path / "hyp.jsonl", [{"utt_id": r["utt_id"], "text_with_nvvs": "hello"}
+                                         for r in rows])
+    r = cli("chorus-score", "track1", "--ref", ref, "--hyp", hyp, "--output-json", tmp_path / "o.json")
+    assert_error(r, ref, 2999, text="INVALID_ENCODING")
+
+
+@pytest.mark.parametrize("cmd", ["track1", "sqa", "nvbench", "validate-track1", "package-track1",
+                                 "validate-vc", "vc", "validate-track2"])
+def test_non_utf8_input_every_scoring_command(tmp_path, cmd):
+    bad = tmp_path / "bad.txt"
+    first = b"a.wav\tb.wav\tc.wav" if cmd == "validate-vc" else b'{"utt_id": "u1"}'
+    bad.write_bytes(first + b'\n{"utt_id": "caf\xe9"}\n')
+    good = jsonl(tmp_path / "ref.jsonl", T1_REF)
+    out = tmp_path / "o.json"
+    args = {"track1": ["--ref", good, "--hyp", bad, "--output-json", out],
+            "sqa": ["--ref", bad, "--hyp", good, "--output-json", out],
+            "nvbench": ["--ref", good, "--hyp", bad, "--output-json", out],
+            "validate-track1": ["--hyp", bad],
+            "package-track1": ["--text", good, "--ref-ids", bad, "--out", out],
+            "validate-vc": ["--pairs", bad, "--dir", tmp_path],
+            "vc": ["--hyp", bad, "--output-json", out],
+            "validate-track2": ["--dir", tmp_path, "--ref", bad]}[cmd]
+    r = cli("chorus-score", cmd, *args)
+    assert_error(r, bad, 2, text="INVALID_ENCODING")
+    assert not out.exists()
+
+
+def test_fifo_as_input_is_an_error_not_a_hang(tmp_path):
+    """finding 6: a FIFO as --hyp is refused at once."""
+    fifo = tmp_path / "hyp.fifo"
+    os.mkfifo(fifo)
+    ref = jsonl(tmp_path / "ref.jsonl", T1_REF)
+    for cmd, args in (("track1", ["--ref", ref, "--hyp", fifo]), ("sqa", ["--ref", fifo, "--hyp", ref]),
+                      ("validate-track1", ["--hyp", fifo])):
+        r = cli("chorus-score", cmd, *args, *(["--output-json", tmp_path / "o.json"]
+                                             if cmd != "validate-track1" else []), timeout=30)
+        assert_error(r, fifo, text="FIFO")

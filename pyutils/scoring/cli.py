@@ -96,9 +96,14 @@ def _emit(lines: List[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pyutils.scoring.io import atomic_write_json, atomic_write_text
+    from pyutils.scoring.io import atomic_write_json, atomic_write_text, check_not_input
 
     cmd = args.command
+    inputs = [(f"--{k.replace('_', '-')}", getattr(args, k, None))
+              for k in ("ref", "hyp", "text", "ref_ids", "pairs")]
+    for opt in ("output_json", "per_utt_report", "out", "zip"):
+        check_not_input(getattr(args, opt, None), inputs, f"--{opt.replace('_', '-')}")
+        inputs.append((f"--{opt.replace('_', '-')}", getattr(args, opt, None)))
     if cmd == "track1":
         from pyutils.scoring import track1
         result = track1.score_track1_files(args.ref, args.hyp, keep_details=bool(args.per_utt_report))

@@ -29,7 +29,7 @@ import zipfile
 from typing import Dict, List, Optional
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import atomic_write_text, read_kaldi_text
+from pyutils.scoring.io import atomic_write_text, check_not_input, iter_lines, read_kaldi_text
 from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
 
@@ -71,9 +71,7 @@ def repair_text(text: str, counts: Dict[str, int]) -> str:
 def _ref_ids(path: str) -> List[str]:
     """Reference JSONL (``utt_id`` field) or a plain list (first column)."""
     ids: List[str] = []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    for k, ln in enumerate(lines, 1):
+    for k, ln in iter_lines(path, bom="strip"):
         if not ln.strip():
             continue
         if ln.lstrip().startswith("{"):

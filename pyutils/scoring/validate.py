@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 from pyutils.safe_paths import confined, name_problem
 from pyutils.scoring.errors import FailedReport, ScoringError
-from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
+from pyutils.scoring.io import check_id_sets, iter_lines, read_jsonl, require_field
 
 SR = 16000
 SILENT_PEAK = 1e-3
@@ -190,12 +190,7 @@ def validate_track2(wav_dir: str, ref_path: str, fix_to: Optional[str] = None) -
 def validate_vc(pairs_path: str, out_dir: str, sample_rate: int = SR) -> List[str]:
     items: List[Tuple[str, str]] = []
     seen = {}
-    try:
-        with open(pairs_path, encoding="utf-8") as f:
-            raw_lines = f.read().splitlines()
-    except OSError as exc:
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror})", pairs_path) from None
-    for k, ln in enumerate(raw_lines, 1):
+    for k, ln in iter_lines(pairs_path, bom="strip"):
         if not ln.strip():
             continue
         cells = ln.split("\t")

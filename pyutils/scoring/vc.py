@@ -24,7 +24,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets
+from pyutils.scoring.io import check_id_sets, iter_lines
 
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
 ID_KEYS = ("utt", "converted", "utt_id", "name")
@@ -37,11 +37,7 @@ def combine(sim_ref_out: float, sim_src_out: float, mos: float, wer: float) -> f
 
 def _read_rows(path: str) -> List[tuple]:
     """-> [(line, dict of raw values)] from TSV (header) or JSONL (by first char)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror})", path) from None
+    lines = [text for _, text in iter_lines(path, bom="strip")]
     first = next((ln for ln in lines if ln.strip()), "")
     rows = []
     if first.lstrip().startswith("{"):
@@ -134,14 +130,10 @@ def score_vc(rows: Mapping[str, Mapping[str, float]]) -> Dict[str, Any]:
 
 def _expected_ids(path: str) -> List[str]:
     """Expected names: JSONL/TSV with an id column, or one name per line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            first = next((ln for ln in f if ln.strip()), "")
-    except OSError as exc:
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror})", path) from None
+    lines = [text for _, text in iter_lines(path, bom="strip")]
+    first = next((ln for ln in lines if ln.strip()), "")
     if not first.lstrip().startswith("{") and not any(k in first.strip().split("\t") for k in ID_KEYS):
-        with open(path, encoding="utf-8") as f:
-            return [ln.split()[0] for ln in f if ln.strip()]
+        return [ln.split()[0] for ln in lines if ln.strip()]
     ids = []
     for line, obj in _read_rows(path):
         key = next((k for k in ID_KEYS if k in obj), None)
