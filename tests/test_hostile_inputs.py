@@ -245,3 +245,44 @@ def test_fifo_as_input_is_an_error_not_a_hang(tmp_path):
         r = cli("chorus-score", cmd, *args, *(["--output-json", tmp_path / "o.json"]
                                              if cmd != "validate-track1" else []), timeout=30)
         assert_error(r, fifo, text="FIFO")
+
+
+# --------------------------------------------------------------- finding 8: truncated WAVs
+def _truncated_wav(path):
+    wav(path, seconds=1.0)  # 32,000 data bytes
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[:44 + 15978])
+    return path
+
+
+def test_truncated_wav_fails_validate_track2(tmp_path):
+    """finding 8: header claims 32,000 data bytes, 15,978 present -> invalid."""
+    bad = _truncated_wav(tmp_path / "sub" / "u1.wav")
+    wav(tmp_path / "sub" / "u2.wav")
+    ref = jsonl(tmp_path / "ref.jsonl", [{"utt_id": "u1"}, {"utt_id": "u2"}])
+    r = cli("chorus-score", "validate-track2", "--dir", tmp_path / "sub", "--ref", ref)
+    assert_error(r, bad, text="truncated WAV")
+    assert "32000 data bytes, only 15978" in r.stderr
+
+
+def test_truncated_wav_fails_validate_vc(tmp_path):
+    bad = _truncated_wav(tmp_path / "out" / "c1.wav")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("s.wav\tt.wav\tc1.wav\n")
+    r = cli("chorus-score", "validate-vc", "--pairs", pairs, "--dir", tmp_path / "out")
+    assert_error(r, bad, text="truncated WAV")
+
+
+def test_truncated_wav_fails_validate_data_dir(tmp_path):
+    bad = _truncated_wav(tmp_path / "a.wav")
+    good = wav(tmp_path / "b.wav")
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "wav.scp").write_text(f"u1 {bad}\nu2 {good}\n")
+    (d / "utt2spk").write_text("u1 u1\nu2 u2\n")
+    (d / "spk2utt").write_text("u1 u1\nu2 u2\n")
+    r = subprocess.run([str(ROOT / "utils" / "validate_data_dir.sh"), "--no-text", str(d)],
+                       capture_output=True, text=True, env=ENV, timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "Traceback" not in out
+    assert f"{d / 'wav.scp'}:1" in out and "truncated WAV" in out

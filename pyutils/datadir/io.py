@@ -23,6 +23,8 @@ from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
+from pyutils.wav_header import wav_truncation
+
 
 class DataDirError(ValueError):
     """A malformed data-dir file; the message names the file and line."""
@@ -230,6 +232,9 @@ def wav_scp_entry_duration(entry: str) -> float:
             raise AudioReadError(f"cannot read audio file {entry}: {e}") from None
         if info.frames <= 0:
             raise AudioReadError(f"audio file has no samples: {entry}")
+        truncated = wav_truncation(entry)
+        if truncated:
+            raise AudioReadError(f"{truncated}: {entry}")
         return info.frames / info.samplerate
     data, sr = read_wav_scp_entry(entry)
     return len(data) / sr

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import List, Optional, Tuple
 
 from pyutils.safe_paths import confined, name_problem
+from pyutils.wav_header import wav_truncation
 from pyutils.scoring.errors import FailedReport, ScoringError
 from pyutils.scoring.io import check_id_sets, iter_lines, read_jsonl, require_field
 
@@ -72,6 +73,9 @@ def check_wav(path: str, sample_rate: int = SR) -> Tuple[List[str], List[str]]:
     except Exception as exc:  # soundfile raises several types for unreadable files
         return [f"unreadable audio ({type(exc).__name__})"], []
     errors = []
+    truncated = wav_truncation(path)
+    if truncated:
+        errors.append(truncated)
     if info.format != "WAV":
         errors.append(f"container {info.format}, expected WAV")
     if info.samplerate != sample_rate:
