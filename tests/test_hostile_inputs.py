@@ -286,3 +286,35 @@ def test_truncated_wav_fails_validate_data_dir(tmp_path):
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "Traceback" not in out
     assert f"{d / 'wav.scp'}:1" in out and "truncated WAV" in out
+
+
+# --------------------------------------------------------------- finding 6: resource bounds
+SQA_REF = [{"utt_id": "a", "score": 3.0, "faults": {"noise": [[0.1, 0.5]]}},
+           {"utt_id": "b", "score": 4.0, "faults": {}}]
+
+
+@pytest.mark.parametrize("end", [1e8, 1e300, 86400.5])
+def test_sqa_interval_beyond_the_maximum_is_rejected_quickly(tmp_path, end):
+    """finding 6: [[0, 1e8]] was a MemoryError, 1e300 an OverflowError."""
+    ref = jsonl(tmp_path / "ref.jsonl", SQA_REF)
+    hyp = jsonl(tmp_path / "hyp.jsonl", [{"utt_id": "a", "score": 3.0, "faults": {"noise": [[0, end]]}},
+                                         {"utt_id": "b", "score": 4.0}])
+    r = cli("chorus-score", "sqa", "--ref", ref, "--hyp", hyp, "--output-json", tmp_path / "o.json",
+            timeout=30)
+    assert_error(r, hyp, 1, text="INVALID_INTERVAL")
+
+
+def test_sqa_long_intervals_cost_no_memory(tmp_path):
+    """finding 6: a 23-hour interval on many rows scores in well under a second per row."""
+    import time
+    ref = jsonl(tmp_path / "ref.jsonl", [{"utt_id": f"u{i}", "score": 3.0,
+                                          "faults": {"noise": [[0.0, 80000.0]]}} for i in range(50)])
+    hyp = jsonl(tmp_path / "hyp.jsonl", [{"utt_id": f"u{i}", "score": 3.0 + (i % 2),
+                                          "faults": {"noise": [[40000.0, 82000.0]]}} for i in range(50)])
+    t0 = time.time()
+    r = cli("chorus-score", "sqa", "--ref", ref, "--hyp", hyp, "--output-json", tmp_path / "o.json",
+            timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert time.time() - t0 < 20
+    iou = json.loads((tmp_path / "o.json").read_text())["IoU_noise"]
+    assert abs(iou - 2000000 / 4100000) < 1e-6   # 40000 s of 82000 s, 50 frames per second

@@ -107,3 +107,24 @@ def test_id_errors(hyp, code):
 def test_null_faults_mean_absent():
     r = score_sqa([{"utt_id": "a", "score": 2, "faults": None}], [row("a", 2, noise=None)])
     assert r["F1_noise"] == 0.0 and math.isfinite(r["Final"])
+
+
+def test_frame_ranges_equal_frame_masks_on_random_intervals():
+    import random
+
+    from pyutils.scoring.sqa import frame_ranges, n_frames_for
+    rng = random.Random(7)
+    for _ in range(3000):
+        def ivs():
+            out = []
+            for _ in range(rng.randint(0, 4)):
+                s = round(rng.uniform(0, 2), rng.choice([2, 3, 5]))
+                out.append((s, s + round(rng.uniform(0.0001, 0.5), rng.choice([2, 3, 5]))))
+            return out
+        g, p = ivs(), ivs()
+        n = n_frames_for(g, p)
+        mg, mp = frame_mask(g, n), frame_mask(p, n)
+        assert [k for k in range(n) if mg[k]] == [k for a, b in frame_ranges(g) for k in range(a, b)]
+        inter = sum(1 for a, b in zip(mg, mp) if a and b)
+        union = sum(1 for a, b in zip(mg, mp) if a or b)
+        assert frame_iou(g, p)[1:] == (inter, union)

@@ -25,7 +25,8 @@ missing (or ``null``) ``faults`` object means no faults.
 Invalid input (exit 2): INVALID_JSON, INVALID_JSONL_RECORD,
 MISSING_REQUIRED_FIELD, INVALID_FIELD_TYPE, EMPTY_REQUIRED_FIELD,
 INVALID_SCORE (not a finite number), SCORE_OUT_OF_RANGE, INVALID_FAULTS
-(``faults`` not an object), UNKNOWN_FAULT, INVALID_INTERVAL,
+(``faults`` not an object), UNKNOWN_FAULT, INVALID_INTERVAL (also an end
+after ``MAX_TIME_S`` = 24 h),
 DUPLICATE_UTT_ID, MISSING_SAMPLES, UNKNOWN_SAMPLES, ID_SET_MISMATCH.
 """
 
@@ -39,6 +40,8 @@ from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
 
 FAULTS = ("noise", "distortion", "pause")
 FRAME_S = 0.02
+#: latest interval end accepted (seconds): no recording is longer than a day
+MAX_TIME_S = 86400.0
 IOU_EPS = 1e-8
 WEIGHTS = {"PCC": 0.40, "F1_macro": 0.30, "IoU_macro": 0.30}
 
@@ -85,6 +88,9 @@ def parse_row(obj: Mapping[str, Any], path: Optional[str], line: Optional[int]) 
                 raise ScoringError("INVALID_INTERVAL", f"{where} starts before 0 s: {iv!r}", path, line)
             if s >= e:
                 raise ScoringError("INVALID_INTERVAL", f"{where} needs start < end, got {iv!r}", path, line)
+            if e > MAX_TIME_S:
+                raise ScoringError("INVALID_INTERVAL", f"{where} ends after {MAX_TIME_S:g} s (24 h, the "
+                                   f"longest recording the scorer accepts): {iv!r}", path, line)
             faults[name].append((s, e))
     return utt_id, float(score), faults
 
@@ -117,6 +123,50 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     return max(-1.0, min(1.0, r))
 
 
+def first_frame_from(t: float) -> int:
+    """Smallest k >= 0 whose centre (2k+1)/100 is >= t (exact float comparisons)."""
+    k = max(0, int(math.ceil(t * 50.0 - 0.5)) - 1)
+    while (2 * k + 1) / 100 < t:
+        k += 1
+    while k > 0 and (2 * (k - 1) + 1) / 100 >= t:
+        k -= 1
+    return k
+
+
+def frame_ranges(intervals: Intervals) -> List[Tuple[int, int]]:
+    """Faulty frames as sorted, merged half-open index ranges [k0, k1).
+
+    The same frames as :func:`frame_mask` (frame k is faulty when some
+    ``s <= (2k+1)/100 < e``), but in O(intervals) memory and time whatever the
+    durations: one interval of hours costs the same as one of 20 ms.
+    """
+    ranges = sorted((first_frame_from(s), first_frame_from(e)) for s, e in intervals)
+    merged: List[Tuple[int, int]] = []
+    for k0, k1 in ranges:
+        if k1 <= k0:
+            continue  # covers no frame centre
+        if merged and k0 <= merged[-1][1]:
+            if k1 > merged[-1][1]:
+                merged[-1] = (merged[-1][0], k1)
+        else:
+            merged.append((k0, k1))
+    return merged
+
+
+def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> int:
+    """Number of frames in both merged range lists (two-pointer sweep)."""
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
 def frame_mask(intervals: Intervals, n_frames: int) -> List[bool]:
     """Frame k faulty when some s <= (2k+1)/100 < e (see module docstring)."""
     mask = [False] * n_frames
@@ -137,12 +187,11 @@ def n_frames_for(*interval_lists: Intervals) -> int:
 
 
 def frame_iou(ref: Intervals, hyp: Intervals) -> Tuple[float, int, int]:
-    """(IoU, |intersection|, |union|) of frame masks of one recording."""
-    n = n_frames_for(ref, hyp)
-    g = frame_mask(ref, n)
-    p = frame_mask(hyp, n)
-    inter = sum(1 for a, b in zip(g, p) if a and b)
-    union = sum(1 for a, b in zip(g, p) if a or b)
+    """(IoU, |intersection|, |union|) of the frame masks of one recording,
+    computed from frame ranges (no per-frame allocation)."""
+    g, p = frame_ranges(ref), frame_ranges(hyp)
+    inter = _overlap(g, p)
+    union = sum(b - a for a, b in g) + sum(b - a for a, b in p) - inter
     return inter / (union + IOU_EPS), inter, union
 
 
