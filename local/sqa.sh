@@ -125,9 +125,11 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
     sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature}") | md5sum | cut -d' ' -f1)"
-    if [ -f "${out}/.done" ] && [ "$(cat "${out}/.done")" = "${sig}" ]; then
+    # the marker vouches for every dumped file (size + checksum): a deleted or damaged ark is re-dumped
+    if _why=$(python -m pyutils.jobs.stage_marker check "${out}/.done" --sig "${sig}"); then
       log "  ${s}: already dumped"; continue
     fi
+    [ -e "${out}/.done" ] && log "  ${s}: dumping again: ${_why}"
     rm -rf "${out}"
     mkdir -p "${out}/split${nj}" "${out}/log"
     # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
@@ -154,7 +156,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     fi
     [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
-    echo "${sig}" > "${out}/.done"
+    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${sig}" --dir "${out}"
   done
 fi
 
@@ -169,7 +171,8 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
   log "stage 4: non-learned baselines (silero-vad pauses, DNSMOS, energy noise)"
   for s in ${dev_set} ${test_sets}; do
     out=${baseline_dir}/${s}
-    if [ -f "${out}/.raw.done" ] && cmp -s "${out}/.raw.done" "${dump_dir}/${s}/.done"; then continue; fi
+    _sig=$(md5sum < "${dump_dir}/${s}/.done" | cut -d' ' -f1)   # measured on exactly this dump
+    if python -m pyutils.jobs.stage_marker check "${out}/.raw.done" --sig "${_sig}" > /dev/null; then continue; fi
     mkdir -p "${out}/log"
     _nj=$(cat "${dump_dir}/${s}/nj")
     _opts=""; [ "${s}" = "${dev_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
@@ -177,7 +180,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
       python -m pyutils.sqa.baselines measure --wav-scp "${dump_dir}/${s}/wav.JOB.scp" \
         --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
     for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
-    cp "${dump_dir}/${s}/.done" "${out}/.raw.done"
+    python -m pyutils.jobs.stage_marker write "${out}/.raw.done" --sig "${_sig}" "${out}/measures.jsonl"
   done
   ${decode_cmd} "${baseline_dir}/log/tune.log" \
     python -m pyutils.sqa.baselines tune --measures "${baseline_dir}/${dev_set}/measures.jsonl" \
@@ -195,16 +198,22 @@ fi
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
   log "stage 5: train the SQA model -> ${model_dir} (config ${train_config}; log ${model_dir}/log/train.log)"
   mkdir -p "${model_dir}/log"
-  if [ -f "${model_dir}/.train.done" ]; then
+  if _why=$(python -m pyutils.jobs.stage_marker check "${model_dir}/.train.done"); then
     log "  already trained (remove ${model_dir}/.train.done to retrain)"
   else
+    if [ -e "${model_dir}/.train.done" ]; then
+      # it had finished, and its model has gone or changed since: train again from scratch
+      log "  training again: ${_why}"
+      rm -f "${model_dir}/.train.done" "${model_dir}/model.pt" "${model_dir}/last.pt"
+    fi
     ${cuda_cmd} "${model_dir}/log/train.log" \
       python -m pyutils.sqa.train --config "${train_config}" --resume \
         --train-dir "${dump_dir}/${train_set}" --train-ref "${dump_dir}/${train_set}/ref.jsonl" \
         --dev-dir "${dump_dir}/${dev_set}" --dev-ref "${dump_dir}/${dev_set}/ref.jsonl" \
         --stats "${stats_file}" --outdir "${model_dir}"
     grep -E '^epoch|^best|^stopping' "${model_dir}/log/train.log" | tail -n 3 | sed 's/^/    /'
-    touch "${model_dir}/.train.done"
+    python -m pyutils.jobs.stage_marker write "${model_dir}/.train.done" "${model_dir}/model.pt" \
+      "${model_dir}/train_log.tsv"
   fi
   if [ -f "${model_dir}/postproc.json" ] && [ "${model_dir}/postproc.json" -nt "${model_dir}/model.pt" ]; then
     log "  post-processing already tuned: ${model_dir}/postproc.json"

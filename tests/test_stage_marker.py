@@ -1,0 +1,50 @@
+"""pyutils.jobs.stage_marker: a stage marker vouches for its outputs (finding 2)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from pyutils.jobs.stage_marker import check_marker, write_marker
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "pyutils.jobs.stage_marker", *map(str, args)],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_marker_detects_deleted_damaged_and_resized_outputs(tmp_path):
+    d = tmp_path / "dump"
+    (d / "log").mkdir(parents=True)
+    (d / "feats.1.ark").write_bytes(b"x" * 1000)
+    (d / "feats.2.ark").write_bytes(b"y" * 1000)
+    (d / "log" / "dump.1.log").write_text("log lines are not outputs")
+    write_marker(d / ".done", dirs=[d], sig="abc")
+    assert check_marker(d / ".done", "abc") is None
+    assert "other inputs" in check_marker(d / ".done", "other")
+    (d / "log" / "dump.1.log").write_text("changed")           # logs are not vouched for
+    assert check_marker(d / ".done", "abc") is None
+    (d / "feats.2.ark").write_bytes(b"y" * 999 + b"z")          # same size, other bytes
+    assert "checksum" in check_marker(d / ".done", "abc")
+    (d / "feats.2.ark").write_bytes(b"y" * 10)
+    assert "changed size" in check_marker(d / ".done", "abc")
+    (d / "feats.2.ark").write_bytes(b"y" * 1000)
+    assert check_marker(d / ".done", "abc") is None
+    (d / "feats.1.ark").unlink()
+    assert check_marker(d / ".done", "abc") == f"missing {d / 'feats.1.ark'}"
+
+
+def test_cli_and_old_style_markers(tmp_path):
+    model = tmp_path / "model.pt"
+    model.write_bytes(b"weights")
+    assert _cli("write", tmp_path / ".train.done", model).returncode == 0
+    assert _cli("check", tmp_path / ".train.done").returncode == 0
+    model.unlink()
+    r = _cli("check", tmp_path / ".train.done")
+    assert r.returncode == 1 and f"missing {model}" in r.stdout
+    (tmp_path / ".old.done").write_text("")  # a `touch`ed marker vouches for nothing
+    r = _cli("check", tmp_path / ".old.done")
+    assert r.returncode == 1 and "not a stage marker" in r.stdout
+    r = _cli("write", tmp_path / ".x.done", tmp_path / "nope.pt")
+    assert r.returncode == 2 and "nope.pt" in r.stderr and "Traceback" not in r.stderr
