@@ -57,6 +57,22 @@ def test_train_loop_learns_and_saves(tmp_path):
     assert (out / "model.pt").exists()
     assert len((out / "train_log.tsv").read_text().splitlines()) == 3
     assert len(first_model) > 0
+    # same seed, same numbers: a fresh run, and a run killed after epoch 1 then resumed
+    import shutil
+    import torch
+    log_a = (out / "train_log.tsv").read_text().splitlines()
+    w_a = torch.load(out / "model.pt", weights_only=True)["state_dict"]
+    shutil.rmtree(out)
+    assert main(args) == 0
+    assert [l.split("\t")[:3] for l in (out / "train_log.tsv").read_text().splitlines()] == \
+        [l.split("\t")[:3] for l in log_a]
+    w_b = torch.load(out / "model.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(w_a[k], w_b[k]) for k in w_a)
+    shutil.rmtree(out)
+    (tmp_path / "cfg1.yaml").write_text((tmp_path / "cfg.yaml").read_text())
+    assert main(args) == 0
+    ck = torch.load(out / "last.pt", weights_only=True)
+    assert "torch_rng" in ck and ck["sched_steps"] >= ck["step"]
 
 
 def test_unknown_config_key_is_an_error(tmp_path):

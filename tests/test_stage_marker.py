@@ -48,3 +48,11 @@ def test_cli_and_old_style_markers(tmp_path):
     assert r.returncode == 1 and "not a stage marker" in r.stdout
     r = _cli("write", tmp_path / ".x.done", tmp_path / "nope.pt")
     assert r.returncode == 2 and "nope.pt" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_options_between_marker_and_files(tmp_path):
+    f = tmp_path / "measures.jsonl"
+    f.write_text("{}\n")
+    assert _cli("write", tmp_path / ".raw.done", "--sig", "s1", f).returncode == 0
+    assert _cli("check", tmp_path / ".raw.done", "--sig", "s1").returncode == 0
+    assert _cli("check", tmp_path / ".raw.done", "--sig", "s2").returncode == 1

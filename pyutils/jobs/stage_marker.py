@@ -113,7 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("check")
     c.add_argument("marker")
     c.add_argument("--sig", default=None)
-    a = ap.parse_args(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    # options may come between the marker and the files (``write M --sig S FILE...``):
+    # move them before the positionals (argparse stops filling nargs="*" at an option)
+    opts, rest, i = [], [], 1
+    while i < len(args):
+        if args[i] in ("--sig", "--dir") and i + 1 < len(args):
+            opts += args[i:i + 2]
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    a = ap.parse_args(args[:1] + opts + rest)
     if a.cmd == "write":
         try:
             data = write_marker(a.marker, a.files, a.dir, a.sig)

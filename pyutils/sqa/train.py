@@ -67,8 +67,9 @@ def load_config(path: str | None) -> dict:
 def lr_at(progress: float, peak: float, warmup: float = 0.05, floor: float = 0.02) -> float:
     """Linear warm-up over the first 5 %, then cosine decay to ``floor * peak``.
 
-    ``progress`` in [0, 1] is steps done / total steps, or the elapsed share of
-    ``max_minutes`` when that is larger, so a time-limited run still anneals.
+    ``progress`` in [0, 1] is steps done / scheduled steps (all steps, or those
+    that fit in ``max_minutes`` as measured on epoch 1), so a time-limited run
+    still anneals.
     """
     if progress < warmup:
         return peak * max(progress / warmup, 0.05)
@@ -170,6 +171,11 @@ def train(args) -> int:
     total_steps = max(1, cfg["epochs"] * len(sampler))
     budget_s = 60.0 * float(cfg["max_minutes"])
     start_epoch, best, step, spent = 1, float("inf"), 0, 0.0
+    # Steps the LR schedule spans: all of them, unless epoch 1 shows that the time
+    # budget ends training sooner; then the steps that fit, fixed once (and kept in
+    # last.pt), so the schedule never follows the wall clock batch by batch and a
+    # run whose budget does not bind is deterministic for a given seed.
+    sched_steps = total_steps
     last_path = os.path.join(args.outdir, "last.pt")
     model_path = os.path.join(args.outdir, "model.pt")
     if args.resume and os.path.exists(last_path) and not _usable_model(model_path):
@@ -181,6 +187,9 @@ def train(args) -> int:
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         start_epoch, best, step, spent = ck["epoch"] + 1, ck["best"], ck["step"], ck["seconds"]
+        sched_steps = int(ck.get("sched_steps", total_steps))
+        if "torch_rng" in ck:  # the same augmentation/worker seeds as an uninterrupted run
+            torch.set_rng_state(ck["torch_rng"].cpu())
         print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
     print(f"train {len(train_set)} utts, dev {len(dev_set)} utts, model {n_params / 1e6:.2f} M params, "
           f"{cfg['epochs']} epochs x {len(sampler)} batches, device {device}", flush=True)
@@ -194,14 +203,14 @@ def train(args) -> int:
     t_start = time.time() - spent
 
     def progress() -> float:
-        """Fraction of training done: steps, or wall time when a budget is set."""
-        p = step / total_steps
-        if budget_s > 0:
-            p = max(p, (time.time() - t_start) / budget_s)
-        return min(p, 1.0)
+        """Fraction of the LR schedule done (steps / scheduled steps)."""
+        return min(step / sched_steps, 1.0)
+
+    def over_budget() -> bool:
+        return budget_s > 0 and time.time() - t_start >= budget_s
 
     for epoch in range(start_epoch, cfg["epochs"] + 1):
-        if progress() >= 1.0:
+        if progress() >= 1.0 or over_budget():
             print(f"stopping before epoch {epoch}: time budget of {cfg['max_minutes']} min used", flush=True)
             break
         sampler.set_epoch(epoch)
@@ -219,10 +228,16 @@ def train(args) -> int:
             tot += loss.item()
             parts += [p["score"], p["frame"], p["utt"]]
             nb += 1
-            if budget_s > 0 and progress() >= 1.0:
+            if budget_s > 0 and (progress() >= 1.0 or over_budget()):
                 print(f"time budget of {cfg['max_minutes']} min used after {nb} batches of epoch {epoch}",
                       flush=True)
                 break
+        if epoch == 1 and budget_s > 0 and sched_steps == total_steps and nb:
+            fit = int(budget_s / ((time.time() - t_start) / step))
+            if fit < total_steps:
+                sched_steps = max(step + 1, fit)
+                print(f"the time budget of {cfg['max_minutes']} min allows about {fit} of "
+                      f"{total_steps} steps: LR schedule over {sched_steps} steps", flush=True)
         dev_loss = evaluate(model, dev_loader, mean, std, cfg, device)
         secs = time.time() - t0
         parts /= max(nb, 1)
@@ -238,7 +253,8 @@ def train(args) -> int:
                         "features": feats_cfg})
             model.to(device)
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                    "seconds": time.time() - t_start, "epoch": epoch, "best": best}, last_path + ".tmp")
+                    "seconds": time.time() - t_start, "epoch": epoch, "best": best,
+                    "sched_steps": sched_steps, "torch_rng": torch.get_rng_state()}, last_path + ".tmp")
         os.replace(last_path + ".tmp", last_path)
     if not _usable_model(model_path):
         raise SystemExit(f"training ended without a usable {model_path}")
