@@ -318,3 +318,24 @@ def test_sqa_long_intervals_cost_no_memory(tmp_path):
     assert time.time() - t0 < 20
     iou = json.loads((tmp_path / "o.json").read_text())["IoU_noise"]
     assert abs(iou - 2000000 / 4100000) < 1e-6   # 40000 s of 82000 s, 50 frames per second
+
+
+# --------------------------------------------------------------- chorus-prep: encoding, empty input
+@pytest.mark.parametrize("name,content,line", [
+    ("m.jsonl", b'{"audio": "a.wav", "text": "hello"}\n{"audio": "a.wav", "text": "caf\xe9"}\n', 2),
+    ("m.tsv", b"audio\ttext\na.wav\thello\na.wav\tcaf\xe9\n", 3)])
+def test_prep_non_utf8_manifest_names_file_and_line(tmp_path, name, content, line):
+    wav(tmp_path / "a.wav")
+    man = tmp_path / name
+    man.write_bytes(content)
+    r = cli("chorus-prep", "generic", "--src", man, "--out", tmp_path / "out", "--lang", "en")
+    assert_error(r, man, line, text="not UTF-8")
+
+
+@pytest.mark.parametrize("name,content", [("e.jsonl", b""), ("h.tsv", b"audio\ttext\n"),
+                                          ("h.csv", b"audio,text\n")])
+def test_prep_empty_or_header_only_manifest_is_an_error(tmp_path, name, content):
+    man = tmp_path / name
+    man.write_bytes(content)
+    r = cli("chorus-prep", "generic", "--src", man, "--out", tmp_path / "out", "--lang", "en")
+    assert_error(r, man, text="no rows")

@@ -173,6 +173,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         if Path(args.out).is_dir():
             write_log(args.out, argv, str(exc))
         return 2
+    except UnicodeDecodeError as exc:  # a reader met a byte that is not UTF-8: say where
+        from pyutils.text_encoding import locate_non_utf8
+        inputs = [args.src] + [getattr(args, k, None) for k in ("label_map", "emoji_map")]
+        where = locate_non_utf8(inputs) or f"{args.src}: not UTF-8 ({exc.reason})"
+        print(f"chorus-prep: error: {where}", file=sys.stderr)
+        if Path(args.out).is_dir():
+            write_log(args.out, argv, where)
+        return 2
     write_log(args.out, argv, None)
     return 0
 

@@ -64,6 +64,8 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
         by_split.setdefault(split, []).append(Utt(
             safe_name(utt), resolve_audio(audio, manifest.parent), row,
             safe_name(spk) if spk else None, rlang or lang or guess_language(text), text))
+    if not by_split and not opts.skipped:
+        raise PrepError("the manifest has no rows (it is empty, or holds a header only)", manifest)
     reports = []
     for split in sorted(set(by_split) | set(opts.skipped)):
         if splits and split not in splits:
