@@ -82,7 +82,6 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected arguments: $*" >&2
   exit 1
 fi
-. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 
 # ---------------------------------------------------------------- presets
 case "${preset}" in
@@ -91,6 +90,7 @@ case "${preset}" in
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 1 ;;
 esac
+. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 : "${tts_config:=${_cfg}}"
 : "${valid_max_utts:=${_nv}}"
 : "${test_max_utts:=${_nt}}"

@@ -101,7 +101,6 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected argument(s): $*  (options are --name value)" >&2
   exit 2
 fi
-. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
 for f in path.sh cmd.sh db.sh; do
   [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from egs/vivc" >&2; exit 1; }
 done
@@ -123,6 +122,7 @@ for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
     echo "$0: pretrained model dir ${_p} has no config.yaml" >&2; exit 2
   fi
 done
+. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
 
 : "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
 : "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
