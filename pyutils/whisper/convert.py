@@ -77,6 +77,18 @@ def _split_attention(sd, dst: str, m, src: str, fused_qkv: bool):
     _lin(sd, f"{dst}.out", m.get(f"{out}/weight"), m.get(f"{out}/bias"))
 
 
+def _block(sd, m, s: str, d: str, cross: bool):
+    """One residual attention block: CTranslate2 ``s`` -> openai-whisper ``d``."""
+    _split_attention(sd, f"{d}.attn", m, f"{s}/self_attention", fused_qkv=True)
+    _ln(sd, f"{d}.attn_ln", m, f"{s}/self_attention/layer_norm")
+    if cross:
+        _split_attention(sd, f"{d}.cross_attn", m, f"{s}/attention", fused_qkv=False)
+        _ln(sd, f"{d}.cross_attn_ln", m, f"{s}/attention/layer_norm")
+    _lin(sd, f"{d}.mlp.0", m.get(f"{s}/ffn/linear_0/weight"), m.get(f"{s}/ffn/linear_0/bias"))
+    _lin(sd, f"{d}.mlp.2", m.get(f"{s}/ffn/linear_1/weight"), m.get(f"{s}/ffn/linear_1/bias"))
+    _ln(sd, f"{d}.mlp_ln", m, f"{s}/ffn/layer_norm")
+
+
 def from_ct2_dir(path: Path) -> dict:
     """openai-whisper checkpoint from a CTranslate2 Whisper dir."""
     try:
@@ -92,24 +104,12 @@ def from_ct2_dir(path: Path) -> dict:
         _lin(sd, f"encoder.{name}", m.get(f"encoder/{name}/weight"), m.get(f"encoder/{name}/bias"))
     sd["encoder.positional_embedding"] = _t(m.get("encoder/position_encodings/encodings"))
     for i in range(n_enc):
-        s, d = f"encoder/layer_{i}", f"encoder.blocks.{i}"
-        _split_attention(sd, f"{d}.attn", m, f"{s}/self_attention", fused_qkv=True)
-        _ln(sd, f"{d}.attn_ln", m, f"{s}/self_attention/layer_norm")
-        _lin(sd, f"{d}.mlp.0", m.get(f"{s}/ffn/linear_0/weight"), m.get(f"{s}/ffn/linear_0/bias"))
-        _lin(sd, f"{d}.mlp.2", m.get(f"{s}/ffn/linear_1/weight"), m.get(f"{s}/ffn/linear_1/bias"))
-        _ln(sd, f"{d}.mlp_ln", m, f"{s}/ffn/layer_norm")
+        _block(sd, m, f"encoder/layer_{i}", f"encoder.blocks.{i}", cross=False)
     _ln(sd, "encoder.ln_post", m, "encoder/layer_norm")
     sd["decoder.token_embedding.weight"] = _t(m.get("decoder/embeddings/weight"))
     sd["decoder.positional_embedding"] = _t(m.get("decoder/position_encodings/encodings"))
     for i in range(n_dec):
-        s, d = f"decoder/layer_{i}", f"decoder.blocks.{i}"
-        _split_attention(sd, f"{d}.attn", m, f"{s}/self_attention", fused_qkv=True)
-        _ln(sd, f"{d}.attn_ln", m, f"{s}/self_attention/layer_norm")
-        _split_attention(sd, f"{d}.cross_attn", m, f"{s}/attention", fused_qkv=False)
-        _ln(sd, f"{d}.cross_attn_ln", m, f"{s}/attention/layer_norm")
-        _lin(sd, f"{d}.mlp.0", m.get(f"{s}/ffn/linear_0/weight"), m.get(f"{s}/ffn/linear_0/bias"))
-        _lin(sd, f"{d}.mlp.2", m.get(f"{s}/ffn/linear_1/weight"), m.get(f"{s}/ffn/linear_1/bias"))
-        _ln(sd, f"{d}.mlp_ln", m, f"{s}/ffn/layer_norm")
+        _block(sd, m, f"decoder/layer_{i}", f"decoder.blocks.{i}", cross=True)
     _ln(sd, "decoder.ln", m, "decoder/layer_norm")
     if "decoder/projection/weight" in m.variables:  # untied output layer: not openai-whisper
         raise WeightsError(f"{path}/model.bin has an untied output projection")

@@ -18,3 +18,11 @@ def register() -> None:
 
     encoder_choices.classes[NAME] = ChorusWhisperEncoder
     decoder_choices.classes[NAME] = ChorusWhisperDecoder
+
+
+def run_espnet(bin_module: str) -> None:
+    """Run an ``espnet2.bin`` entry point (``main()``) with the classes registered."""
+    import importlib
+
+    register()
+    importlib.import_module(bin_module).main()
