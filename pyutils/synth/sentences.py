@@ -225,7 +225,8 @@ def vocabulary(lang: str) -> set:
         from pyutils.asr.text_norm import char_units, normalise
 
         v = _cldr_grammar(lang)["vocab"]
-        text = normalise(" ".join(v["time"] + v["place"] + v["noun"]), lang)
+        glue = [p.replace("{0}", " ").replace("{1}", " ") for p in v["pattern"].values()]
+        text = normalise(" ".join(v["time"] + v["place"] + v["noun"] + glue), lang)
         return {c for c in text if not c.isspace()} if char_units(lang) else set(text.split())
     slots, templates = _GRAMMARS[lang]
     text = " ".join(" ".join(v) for v in slots.values()) + " " + " ".join(templates)
