@@ -194,8 +194,8 @@ ${corpus_line}
    \`python -m pyutils.asr.wer\` (tagged $([ "${units}" = chars ] && echo CER || echo WER), tags as units), the number in RESULTS.md.
 5. **Model size**: tune \`conf/\` (model size, epochs) for your data; \`--preset ci\` first.
    Pretrained Whisper knows '${lang}': ${whisper}.$([ "${whisper}" = yes ] && echo " Fine-tune from it instead of
-   training from scratch with the recipe's Whisper option (\`--preset whisper\`, see
-   \`egs/nvv_asr_en/README.md\` and \`./run.sh --help\`).")
+   training from scratch with one option: \`./run.sh --whisper true\` (pretrained Whisper,
+   the 16 tags as new tokens; \`./run.sh --help\` and \`egs/nvv_asr_en/README.md\`).")
 EOF
 }
 
