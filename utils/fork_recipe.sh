@@ -106,6 +106,7 @@ case "${kind}:${token_type}" in
   *) echo "$0: --token-type ${token_type} is not one of $([ "${kind}" = asr ] && echo "bpe|char" || echo "phn|char") for this recipe" >&2; exit 2 ;;
 esac
 
+whisper=$(cd "${root}" && PYTHONPATH="${root}" "${py}" -c 'import sys; from pyutils.synth.langs import whisper_knows; print("yes" if whisper_knows(sys.argv[1]) else "no")' "${lang}" 2>/dev/null || echo unknown)
 mkdir -p "${dst}"
 dst_abs=$(cd "${dst}" && pwd)
 rel=$(realpath --relative-to="${dst_abs}" "${root}")
@@ -147,15 +148,15 @@ cd "\$(dirname "\$0")"
 
 lang=${lang}            # front-end (pyutils/tts/frontend.py), mini corpus, ASR of stage 7 (../nvv_asr_${lang})
 token_type=${token_type}        # phn: espeak-ng phonemes of the ${lang} voice; char: letters
+judge=$([ "${whisper}" = no ] && echo false || echo true)            # stage 7 intelligibility by pretrained Whisper (it knows '${lang}': ${whisper})
 
-./local/nvv_tts.sh --lang "\${lang}" --token_type "\${token_type}" "\$@"
+./local/nvv_tts.sh --lang "\${lang}" --token_type "\${token_type}" --judge "\${judge}" "\$@"
 EOF
 fi
 chmod 755 "${tmp}"
 mv "${tmp}" "${dst}/run.sh"
 
 have_norm=$(cd "${root}" && PYTHONPATH="${root}" "${py}" -c 'import sys; from pyutils.asr import text_norm; print("yes" if sys.argv[1] in text_norm._REGISTRY else "no")' "${lang}" 2>/dev/null || echo unknown)
-whisper=$(cd "${root}" && PYTHONPATH="${root}" "${py}" -c 'import sys; from pyutils.synth.langs import whisper_knows; print("yes" if whisper_knows(sys.argv[1]) else "no")' "${lang}" 2>/dev/null || echo unknown)
 if [ "${supported}" = yes ]; then
   corpus_line="Stage 0 makes an offline mini corpus (${li[text]:-}, spoken by ${li[voice]:-espeak-ng}), so \`./run.sh --preset ci\` runs as it is."
 else
