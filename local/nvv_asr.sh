@@ -273,15 +273,9 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       log "stage 0: ${mini_dir}/.done exists, skipping"
     elif [ "${_mini_given}" = true ]; then
       echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1
-    elif [ "${lang}" != en ] && [ "${lang}" != zh ]; then
-      # chorus-synth nvv offers en/zh; other languages with a sentence grammar in
-      # pyutils.synth (vi) get a simpler tagged corpus from the same building blocks.
-      case "${preset}" in ci) _sz="120 20 20" ;; default) _sz="1500 100 100" ;; *) _sz="5000 200 200" ;; esac
-      read -r _ntr _ndv _nts <<< "${_sz}"
-      timed corpus tagged_corpus python -m pyutils.asr.tagged_corpus --lang "${lang}" --out "${mini_dir}" \
-        --num-train "${_ntr}" --num-dev "${_ndv}" --num-test "${_nts}" \
-        || { echo "$0: no mini corpus for lang=${lang}: give --mini_dir DIR (DIR/data/{train,dev,test} with text, DIR/.done) or real corpora in db.sh" >&2; exit 1; }
     else
+      # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
+      # chorus-synth exits 2 with one message saying what to provide instead
       timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \
         --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
     fi

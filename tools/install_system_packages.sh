@@ -4,17 +4,21 @@
 set -euo pipefail
 # pocketsphinx-testdata: real human English clips with transcripts (LibriVox, cards),
 # used only to evaluate (never to train) and by the Whisper conversion test.
-pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata)
+# unicode-cldr-core: CLDR words and phrases of ~700 locales, the text of the offline mini
+# corpus of any language a recipe is forked for (pyutils/synth/cldr_text.py).
+pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core)
 declare -A probe=([espeak-ng]=espeak-ng [sox]=sox [flite]=flite [ffmpeg]=ffmpeg)
+declare -A probe_file=([pocketsphinx-testdata]=/usr/share/pocketsphinx/test/data/librivox/transcription
+                       [unicode-cldr-core]=/usr/share/unicode/cldr/common/supplemental/likelySubtags.xml)
 missing=()
 for p in "${!probe[@]}"; do command -v "${probe[$p]}" >/dev/null || missing+=("$p"); done
-[ -f /usr/share/pocketsphinx/test/data/librivox/transcription ] || missing+=(pocketsphinx-testdata)
+for p in "${!probe_file[@]}"; do [ -f "${probe_file[$p]}" ] || missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && { echo "[tools] system packages present"; exit 0; }
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "[tools] installing Debian packages: ${pkgs[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
 else
-  echo "[tools] missing commands: ${missing[*]}. Please run:" >&2
+  echo "[tools] missing packages: ${missing[*]}. Please run:" >&2
   echo "  sudo apt-get install -y ${pkgs[*]}" >&2
   exit 1
 fi

@@ -1,6 +1,7 @@
 # Environment of a Chorus recipe: sourced by run.sh and by every job.
 # Recipes link this file (egs/<recipe>/path.sh -> ../TEMPLATE/path.sh).
-CHORUS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# The link is resolved, so a recipe forked anywhere (utils/fork_recipe.sh) finds this checkout.
+CHORUS_ROOT="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)"
 export CHORUS_ROOT
 if [ ! -x "${CHORUS_ROOT}/tools/venv/bin/python" ]; then
   echo "path.sh: ${CHORUS_ROOT}/tools/venv is missing: run 'make -C ${CHORUS_ROOT}/tools' first" >&2

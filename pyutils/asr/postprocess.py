@@ -51,7 +51,7 @@ def clean_hypothesis(raw: str, lang: str, nvv_tags: bool = True) -> str:
     text = tags_text.repair(raw)
     if not nvv_tags:
         text = tags_text.strip_tags(text)
-    if lang in text_norm.NO_SPACE_LANGS:
+    if text_norm.char_units(lang):
         text = text_norm.remove_cjk_spaces(text)
     return text
 

@@ -23,7 +23,7 @@ def convert_line(transcript: str, lang: str, nvv_tags: bool) -> str:
         text = tags_text.to_internal(text, strict=True)
     else:
         text = tags_text.strip_tags(text)
-        if lang in text_norm.NO_SPACE_LANGS:
+        if text_norm.char_units(lang):
             text = text_norm.remove_cjk_spaces(text)
     return text
 

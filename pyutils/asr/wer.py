@@ -30,7 +30,7 @@ def units(text: str, lang: str, nvv_tags: bool) -> List[str]:
     text = text_norm.normalise(tags_text.from_internal(text), lang)
     if not nvv_tags:
         text = tags_text.strip_tags(text)
-    if lang in text_norm.NO_SPACE_LANGS:
+    if text_norm.char_units(lang):
         out, i = [], 0
         while i < len(text):
             m = tags_text.BRACKET_RE.match(text, i)
@@ -52,7 +52,7 @@ def error_rate(ref: dict, hyp: dict, lang: str, nvv_tags: bool) -> dict:
         hu = units(hyp.get(k, ""), lang, nvv_tags)
         edits += Levenshtein.distance(ru, hu)
         n_ref += len(ru)
-    name = "CER" if lang in text_norm.NO_SPACE_LANGS else "WER"
+    name = "CER" if text_norm.char_units(lang) else "WER"
     return {"name": name, "utts": len(ref), "missing_hyp": sum(1 for k in ref if k not in hyp),
             "edits": edits, "ref_units": n_ref,
             "error_rate_pct": round(100.0 * edits / n_ref, 2) if n_ref else None}

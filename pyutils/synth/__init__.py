@@ -3,7 +3,8 @@
 No corpus can be downloaded in CI, so each recipe's stage 0 can generate a
 small corpus with exact labels from a seed:
 
-* ``nvv``  – English / Mandarin speech with the 16 challenge NVV events
+* ``nvv``  – English / Mandarin / Vietnamese speech, or any language espeak-ng
+  speaks (CLDR text, :mod:`pyutils.synth.langs`), with the 16 challenge NVV events
   inserted at word / character boundaries (:mod:`pyutils.synth.nvv_corpus`);
 * ``sqa``  – clean speech with noise / distortion / pause faults on exact
   intervals and a reference quality score (:mod:`pyutils.synth.sqa_corpus`,

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: chorus-synth nvv --lang en --preset ci --out corpus/nvv_en --nj 2 "
                "--cmd utils/run.pl")
     sub = ap.add_subparsers(dest="kind", required=True)
-    helps = {"nvv": "speech with NVV events (en, zh) for NVV-ASR and NVV-TTS",
+    helps = {"nvv": "speech with NVV events (en, zh, or any language espeak-ng speaks) for NVV-ASR and NVV-TTS",
              "sqa": "clean speech + noise/distortion/pause faults with quality scores",
              "vc": "multi-speaker Vietnamese speech split like VLSP 2025 VC"}
     for kind in ("nvv", "sqa", "vc"):
@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(kind, help=helps[kind], description=desc)
         p.add_argument("--out", required=True, help="output corpus directory")
         if kind == "nvv":
-            p.add_argument("--lang", choices=["en", "zh"], default="en")
+            p.add_argument("--lang", default="en",
+                           help="en, zh (hand-written grammars), or any language espeak-ng speaks and Unicode "
+                                "CLDR describes, e.g. de, fr, ru, hi, ja, yue (python -m pyutils.synth.langs check "
+                                "--lang xx tells)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
@@ -267,6 +270,14 @@ def run(args) -> Path:
 def main(argv=None) -> int:
     from pyutils.synth.io import SynthArgError
     args = build_parser().parse_args(argv)
+    if args.kind == "nvv":
+        from pyutils.synth.langs import LanguageNotSupported, require
+
+        try:
+            require(args.lang)
+        except LanguageNotSupported as e:
+            print(f"chorus-synth: error: {e}", file=sys.stderr)
+            return 2
     try:
         run(args)
     except SynthArgError as e:

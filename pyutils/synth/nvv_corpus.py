@@ -3,8 +3,11 @@
 Plan (cheap, in the main process): disjoint sentence lists per split, a
 voice, and 0-3 events per utterance.  Tags are drawn from consecutive random
 permutations of the 16 challenge tags, so every tag is equally frequent
-(±1) in every split.  Events sit at word (en) / character (zh) boundaries,
-including the start and the end; two events may share a boundary.
+(±1) in every split.  Events sit at word (en and other space-delimited
+languages) / character (zh) boundaries, including the start and the end; two
+events may share a boundary. Other languages written without spaces (ja, yue,
+th, ...) count characters too but place events at phrase boundaries only
+(:func:`pyutils.synth.sentences.boundaries`).
 
 Render (in the jobs): the words between events are synthesised as one chunk
 each (trimmed of the engine's silence), then chunks, events and short gaps
@@ -23,7 +26,7 @@ import numpy as np
 from pyutils.synth import SAMPLE_RATE, preset_sizes
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.nvv_sounds import synthesize
-from pyutils.synth.sentences import split_pool, words
+from pyutils.synth.sentences import boundaries, split_pool, words
 from pyutils.synth.speech import speak_chunks, voices
 from pyutils.tags import challenge_tags, tag_token
 
@@ -40,8 +43,9 @@ KIND_ID = 11
 
 def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
     """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``)."""
-    if lang not in ("en", "zh"):
-        raise ValueError(f"nvv corpus languages are en and zh, not {lang!r}")
+    from pyutils.synth.langs import require
+
+    require(lang)     # LanguageNotSupported (says what to provide) before any work
     # each train sentence is used by about one utterance: more sentence variety
     pools = split_pool(lang, {s: sizes[s] for s in SPLITS}, seed)
     vs = voices(lang, n_voices)
@@ -56,6 +60,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
         for i in range(n):
             sentence = pools[split][i % len(pools[split])]
             units = words(sentence, lang)
+            inner = [b for b in boundaries(sentence, lang) if 0 < b < len(units)]
             evs = []
             for _ in range(int(counts[i])):
                 if not bag:
@@ -66,8 +71,12 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
                     pos = 0
                 elif r < 0.45:
                     pos = len(units)
+                elif len(units) > 1 and (lang in ("en", "zh") or len(inner) == len(units) - 1):
+                    pos = int(rng.integers(1, len(units)))     # any inner boundary (en/zh draw unchanged)
+                elif inner:
+                    pos = inner[int(rng.integers(len(inner)))]
                 else:
-                    pos = int(rng.integers(1, len(units)))
+                    pos = len(units)
                 evs.append({"tag": tag, "position": pos})
             evs.sort(key=lambda e: e["position"])   # stable: same-boundary events keep draw order
             v = vs[i % len(vs)] if split == "train" else vs[int(rng.integers(len(vs)))]
@@ -88,7 +97,14 @@ def tagged_text(units: List[str], events: List[dict], lang: str) -> str:
             k += 1
         if p < len(units):
             out.append(units[p])
-    return (" " if lang == "en" else "").join(out)
+    return _sep(lang).join(out)
+
+
+def _sep(lang: str) -> str:
+    """Units are joined by a space, except in languages written without spaces."""
+    from pyutils.asr.text_norm import char_units
+
+    return "" if lang == "zh" or char_units(lang) else " "
 
 
 def render(item: dict, out_dir: str) -> dict:
@@ -96,7 +112,7 @@ def render(item: dict, out_dir: str) -> dict:
     sr = SAMPLE_RATE
     rng = np.random.default_rng(item["seed"])
     lang, units, events = item["lang"], item["units"], item["events"]
-    sep = " " if lang == "en" else ""
+    sep = _sep(lang)
     # segments in time order: ("speech", text) / ("event", index)
     segs, cur, k = [], [], 0
     for p in range(len(units) + 1):

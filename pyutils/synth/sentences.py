@@ -1,4 +1,4 @@
-"""Compositional sentence pools (en, zh, vi) over small vocabularies.
+"""Compositional sentence pools over small vocabularies, for any language.
 
 The recipes train in minutes on two CPU cores and are scored on sentences
 that are *not* in the training split.  So sentences are built from a few
@@ -8,6 +8,14 @@ combination of words the model has heard many times.
 
 :func:`sentence_pool` draws unique sentences deterministically from a seed;
 :func:`split_pool` cuts one pool into disjoint train/dev/test lists.
+
+Other languages (any that espeak-ng speaks and Unicode CLDR describes, see
+:mod:`pyutils.synth.langs`) use the same idea with CLDR material instead of a
+hand-written grammar: a time phrase, a place or a list of two or three things,
+joined by the language's own list pattern (``gestern, Hund und Katze.``,
+``フランス、イヌ、バナナ。``). These are phrases rather than grammatical
+sentences, but every word is the language's own, in its own script, and an
+unseen test phrase is again a new combination of words heard in training.
 """
 
 from __future__ import annotations
@@ -145,6 +153,61 @@ _GRAMMARS = {"en": (_EN, _EN_TEMPLATES), "zh": (_ZH, _ZH_TEMPLATES),
              "vi": (_VI, _VI_TEMPLATES)}
 
 
+# ----------------------------------------------------------- other languages
+# Templates over CLDR slots: T time phrase, P place, N thing; LIST(x, k) = k distinct
+# items joined by the list pattern; "," is the language's own separator.
+_CLDR_TEMPLATES = [
+    ("T", ",", ("N", 2)),
+    (("N", 3),),
+    ("T", ",", ("P", 2)),
+    ("P", ",", ("N", 2)),
+    (("N", 2), ",", "T"),
+    ("P", ",", "T", ",", "N"),
+]
+_SLOT = {"T": "time", "P": "place", "N": "noun"}
+
+
+def _cldr_grammar(lang: str) -> dict:
+    from pyutils.synth.langs import cldr_vocabulary
+
+    v = cldr_vocabulary(lang)
+    sep = v["pattern"]["start"].replace("{0}", "").replace("{1}", "")
+    templates = [t for t in _CLDR_TEMPLATES
+                 if all(len(v[_SLOT[p if isinstance(p, str) else p[0]]]) >= (1 if isinstance(p, str) else p[1])
+                        for p in t if p != ",")]
+    return {"vocab": v, "sep": sep, "templates": templates}
+
+
+def _cldr_fill(g: dict, rng: np.random.Generator) -> str:
+    from pyutils.synth.cldr_text import format_list
+
+    v = g["vocab"]
+    t = g["templates"][rng.integers(len(g["templates"]))]
+    out = ""
+    for part in t:
+        if part == ",":
+            out += g["sep"]
+        elif isinstance(part, str):
+            items = v[_SLOT[part]]
+            out += items[rng.integers(len(items))]
+        else:
+            items = v[_SLOT[part[0]]]
+            pick = rng.choice(len(items), size=part[1], replace=False)
+            out += format_list([items[i] for i in pick], v["pattern"])
+    out = out.strip() + v["stop"]
+    if out[:1].islower():
+        out = out[0].upper() + out[1:]
+    return unicodedata.normalize("NFC", out)
+
+
+def _lang_seed(lang: str) -> int:
+    if lang in _GRAMMARS:
+        return 1000 + sorted(_GRAMMARS).index(lang)
+    import zlib
+
+    return 2000 + zlib.crc32(lang.encode()) % 100000
+
+
 def _fill(template: str, slots: Dict[str, Sequence[str]], rng: np.random.Generator) -> str:
     import string
 
@@ -158,6 +221,13 @@ def _fill(template: str, slots: Dict[str, Sequence[str]], rng: np.random.Generat
 
 def vocabulary(lang: str) -> set:
     """All words (en, vi: whitespace tokens, lower-case) or characters (zh) the grammar can emit."""
+    if lang not in _GRAMMARS:
+        from pyutils.asr.text_norm import char_units, normalise
+
+        v = _cldr_grammar(lang)["vocab"]
+        glue = [p.replace("{0}", " ").replace("{1}", " ") for p in v["pattern"].values()]
+        text = normalise(" ".join(v["time"] + v["place"] + v["noun"] + glue), lang)
+        return {c for c in text if not c.isspace()} if char_units(lang) else set(text.split())
     slots, templates = _GRAMMARS[lang]
     text = " ".join(" ".join(v) for v in slots.values()) + " " + " ".join(templates)
     if lang == "zh":
@@ -169,17 +239,20 @@ def vocabulary(lang: str) -> set:
 
 def sentence_pool(lang: str, n: int, seed: int) -> List[str]:
     """``n`` distinct sentences of ``lang`` drawn deterministically from ``seed``."""
-    if lang not in _GRAMMARS:
-        raise ValueError(f"no sentence grammar for {lang!r} (en, zh, vi)")
-    slots, templates = _GRAMMARS[lang]
-    rng = np.random.default_rng([seed, 1000 + sorted(_GRAMMARS).index(lang)])
+    if lang in _GRAMMARS:
+        slots, templates = _GRAMMARS[lang]
+        draw = lambda: _fill(templates[rng.integers(len(templates))], slots, rng)  # noqa: E731
+    else:
+        g = _cldr_grammar(lang)       # raises LanguageNotSupported (a ValueError) with what to provide
+        draw = lambda: _cldr_fill(g, rng)  # noqa: E731
+    rng = np.random.default_rng([seed, _lang_seed(lang)])
     seen: Dict[str, None] = {}
     tries = 0
     while len(seen) < n:
         tries += 1
         if tries > 50 * n + 1000:
             raise ValueError(f"{lang} grammar cannot produce {n} distinct sentences")
-        s = _fill(templates[rng.integers(len(templates))], slots, rng)
+        s = draw()
         seen.setdefault(s, None)
     return list(seen)
 
@@ -200,8 +273,27 @@ def split_pool(lang: str, sizes: Dict[str, int], seed: int) -> Dict[str, List[st
     return out
 
 
+def _is_char_unit_lang(lang: str) -> bool:
+    if lang in _GRAMMARS:
+        return lang == "zh"
+    from pyutils.asr.text_norm import char_units
+
+    return char_units(lang)
+
+
 def words(sentence: str, lang: str) -> List[str]:
-    """Insertion units: whitespace words (en, vi) or characters (zh), punctuation attached."""
+    """Insertion units: whitespace words (en, vi, ...) or characters (zh and other languages
+    written without spaces), punctuation attached to the unit before it."""
+    if lang != "zh" and _is_char_unit_lang(lang):
+        units: List[str] = []
+        for ch in sentence:
+            if ch.isspace():
+                continue
+            if units and unicodedata.category(ch)[0] in "PSZC":
+                units[-1] += ch
+            else:
+                units.append(ch)
+        return units
     if lang == "zh":
         units: List[str] = []
         for ch in sentence:
@@ -211,3 +303,26 @@ def words(sentence: str, lang: str) -> List[str]:
                 units.append(ch)
         return units
     return sentence.split()
+
+
+def boundaries(sentence: str, lang: str) -> List[int]:
+    """Unit positions (as counted by :func:`words`) where an event may go.
+
+    Every boundary for space-delimited languages and zh; for other languages
+    written without spaces only the ends and the phrase boundaries (after
+    punctuation or a space), so a chunk never starts with a combining vowel
+    (Thai) or in the middle of a kana word.
+    """
+    units = words(sentence, lang)
+    if lang == "zh" or not _is_char_unit_lang(lang):
+        return list(range(len(units) + 1))
+    out = [0]
+    rest = sentence.strip()
+    for i, u in enumerate(units):
+        k = rest.index(u[0])
+        pos_after = k + len(u)
+        rest = rest[pos_after:]
+        if i + 1 < len(units) and (unicodedata.category(u[-1])[0] in "PS" or rest[:1].isspace()):
+            out.append(i + 1)
+    out.append(len(units))
+    return sorted(set(out))

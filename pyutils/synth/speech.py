@@ -12,6 +12,10 @@ sound like different people rather than the same one at another pitch.
 The engine's speed is divided by ``warp`` first so the speaking rate stays
 plausible.
 
+Other languages: the language's espeak-ng voice (:func:`pyutils.synth.langs.espeak_voice`)
+with the same variants x warps as Vietnamese. flite is used for English only: the
+Debian flite package has English voices only, and no other offline engine is installed.
+
 Mandarin: espeak-ng's ``cmn`` voice falls back to English for many Hanzi,
 so Chinese text is converted to tone-numbered pinyin with pypinyin and
 spoken by the ``cmn-latn-pinyin`` voice.
@@ -50,7 +54,8 @@ def _flite_ok() -> bool:
 
 
 def voices(lang: str, n: int | None = None) -> List[Voice]:
-    """The deterministic voice inventory of ``lang`` (``en``, ``zh``, ``vi``).
+    """The deterministic voice inventory of ``lang`` (``en``, ``zh``, ``vi``, or any
+    language espeak-ng has a voice for).
 
     The first voices are the most distinct ones (different engines/variants);
     later ones are warped/pitch-shifted derivations.  ``n`` limits (or, by
@@ -72,11 +77,18 @@ def voices(lang: str, n: int | None = None) -> List[Voice]:
         for warp in (1.08, 0.93, 1.15, 0.88):
             for v in base:
                 out.append(dict(v, warp=warp, pitch=min(99, max(0, int(v["pitch"]) + 5))))
-    elif lang in ("zh", "vi"):
+    else:
         # voice i = variant i mod 12 x warp/pitch setting i mod 7: since 12 and 7 are
         # coprime, neighbouring voices differ in both, and all 84 pairs are distinct
-        name = "cmn-latn-pinyin" if lang == "zh" else "vi"
-        base_speed = 195 if lang == "zh" else 150
+        if lang in ("zh", "vi"):
+            name = "cmn-latn-pinyin" if lang == "zh" else "vi"
+        else:
+            from pyutils.synth.langs import espeak_voice
+
+            name = espeak_voice(lang)
+            if name is None:
+                raise ValueError(f"no voices for language {lang!r}: espeak-ng has no voice for it")
+        base_speed = {"zh": 195, "vi": 150}.get(lang, 160)
         settings = [(1.0, 0), (1.10, 10), (0.91, -10), (1.18, 5), (0.86, -5),
                     (1.04, 20), (0.96, -20)]
         for i in range(len(_EN_VARIANTS) * len(settings)):
@@ -85,8 +97,6 @@ def voices(lang: str, n: int | None = None) -> List[Voice]:
             pitch = (60 if var.startswith("f") else 40) + dp
             out.append(_voice("", "espeak", f"{name}+{var}", speed=base_speed + 6 * (i % 3),
                               pitch=min(99, max(0, pitch)), warp=warp))
-    else:
-        raise ValueError(f"no voices for language {lang!r} (en, zh, vi)")
     if n is not None:
         if n > len(out):
             raise ValueError(f"{lang}: asked for {n} voices, only {len(out)} defined")

@@ -64,8 +64,40 @@ def write_jsonl(path: str, rows: List[dict]) -> None:
     write_lines_atomic(path, [json.dumps(r, ensure_ascii=False) + "\n" for r in rows])
 
 
+def score_asr_generic(refs: Dict[str, str], hyps: Dict[str, str], lang: str) -> dict:
+    """A language the Track 1 / NV-Bench scorers do not know (a forked recipe): the
+    same error rates from ``pyutils.asr.wer`` units (the recipe's normaliser, words or
+    characters by script): CER over characters and WER over words with tags removed,
+    PCER over the tag sequence alone, OCER over units + atomic tags."""
+    from rapidfuzz.distance import Levenshtein
+
+    from pyutils.asr import wer
+    from pyutils.asr.tags_text import BRACKET_RE
+
+    def rate(fn) -> float:
+        e = n = 0
+        for u, r in refs.items():
+            ru, hu = fn(r), fn(hyps.get(u, ""))
+            e += Levenshtein.distance(ru, hu)
+            n += len(ru)
+        return e / n if n else 0.0
+
+    chars = lambda t: [c for w in wer.units(t, lang, False) for c in w]  # noqa: E731
+    tags = lambda t: [w for w in wer.units(t, lang, True) if BRACKET_RE.fullmatch(w)]  # noqa: E731
+    summary = {"CER": rate(chars), "PCER": rate(tags), "OCER": rate(lambda t: wer.units(t, lang, True))}
+    if not wer.text_norm.char_units(lang):
+        summary["WER"] = rate(lambda t: wer.units(t, lang, False))
+    return {"missing_hyps": sum(1 for u in refs if u not in hyps), "summary": summary,
+            "scorer": "pyutils.asr.wer units (Track 1 / NV-Bench scorers know en and zh only)",
+            "per_tag": per_tag_table(refs, hyps)}
+
+
 def score_asr(refs: Dict[str, str], hyps: Dict[str, str], lang: str, out_dir: str, name: str) -> dict:
     """chorus-score nvbench + track1 of ASR transcripts against the input text."""
+    from pyutils.scoring.textnorm import LANGUAGES
+
+    if lang not in LANGUAGES:
+        return score_asr_generic(refs, hyps, lang)
     ref_path = os.path.join(out_dir, "ref.jsonl")
     hyp_path = os.path.join(out_dir, f"asr_{name}.jsonl")
     write_jsonl(ref_path, [{"utt_id": u, "language": lang, "text_with_nvvs": t} for u, t in sorted(refs.items())])

@@ -16,8 +16,10 @@ Word boundaries become ``|`` and punctuation one of ``, . ? !`` so that the
 result is a whitespace-separated token string that ESPnet reads with
 ``--token_type word`` (no cleaner, no g2p inside ESPnet).
 
-Add a language by writing a ``G2P`` subclass and registering it in
-``FRONTENDS``.
+Any other language espeak-ng has a voice for (a recipe forked with
+``utils/fork_recipe.sh egs/nvv_tts ... --lang xx``) gets that voice's phonemes
+(``phn``) or characters (``char``) without code; write a ``G2P`` subclass and
+register it in ``FRONTENDS`` for something better.
 """
 
 from __future__ import annotations
@@ -190,17 +192,31 @@ FRONTENDS: Dict[str, Dict[str, Callable[[], G2P]]] = {
 }
 
 
+def frontends_of(lang: str) -> Dict[str, Callable[[], G2P]]:
+    """Token types of ``lang``: its entry in FRONTENDS, else espeak-ng phonemes of the
+    language's espeak-ng voice and characters; raises FrontendError when espeak-ng has
+    no voice for it."""
+    if lang in FRONTENDS:
+        return FRONTENDS[lang]
+    from pyutils.synth.langs import espeak_voice
+
+    voice = espeak_voice(lang)
+    if voice is None:
+        return {"char": CharG2P}
+    return {"phn": lambda: EspeakG2P(voice), "char": CharG2P}
+
+
 class Frontend:
     """Tagged text -> token list for one language and token type."""
 
     def __init__(self, lang: str, token_type: str = "phn"):
-        if lang not in FRONTENDS:
-            raise FrontendError(f"no front-end for language {lang!r} (have: {', '.join(FRONTENDS)})")
-        if token_type not in FRONTENDS[lang]:
+        have = frontends_of(lang)
+        if token_type not in have:
             raise FrontendError(f"token type {token_type!r} not available for {lang!r} "
-                                f"(have: {', '.join(FRONTENDS[lang])})")
+                                f"(have: {', '.join(have)}"
+                                + ("; phn needs an espeak-ng voice for it" if "phn" not in have else "") + ")")
         self.lang, self.token_type = lang, token_type
-        self.g2p = FRONTENDS[lang][token_type]()
+        self.g2p = have[token_type]()
 
     def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
         """Tokenise many tagged texts with one G2P batch call."""
@@ -277,7 +293,7 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str) 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Tokenise a Kaldi text file of tagged transcripts "
                                 "(tags stay atomic tokens).")
-    p.add_argument("--lang", required=True, choices=sorted(FRONTENDS))
+    p.add_argument("--lang", required=True, help=f"{', '.join(sorted(FRONTENDS))} or any language espeak-ng speaks")
     p.add_argument("--token-type", default="phn")
     p.add_argument("input", help="Kaldi text: <utt_id> <tagged text>")
     p.add_argument("output", help="Kaldi text: <utt_id> <tok> <tok> ...")
