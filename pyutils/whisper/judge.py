@@ -3,7 +3,8 @@
 Generation recipes (egs/nvv_tts, egs/vivc) measure intelligibility the way NV-Bench
 and VLSP do, with a pretrained recognizer that never saw their training data: the
 CTranslate2 Whisper of ``make -C tools`` (or any ``--model`` CTranslate2 dir) decodes
-each file with a fixed language, greedy, no VAD, no previous-text conditioning; Chinese
+each file with a fixed language, greedy, no VAD, no previous-text conditioning, at most
+~12 tokens per second of audio; Chinese
 output is converted to simplified characters (OpenCC ``t2s``).
 
     python -m pyutils.whisper.judge --lang en --wav-scp synth/wav.scp --out judge/text
@@ -55,10 +56,13 @@ class Judge:
     def transcribe(self, audio: np.ndarray) -> str:
         if audio.size == 0 or not np.isfinite(audio).all():
             return ""
+        # A cap of ~12 tokens per second of audio stops the repetition loops that greedy
+        # Whisper falls into on odd audio (an ordinary speaker produces 3-5 per second).
+        max_tokens = min(440, int(12 * len(audio) / SR) + 10)
         segments, _ = self.model.transcribe(
             audio.astype(np.float32), language=self.lang.split("_")[0], task="transcribe",
             beam_size=self.beam_size, temperature=0.0, vad_filter=False,
-            condition_on_previous_text=False, without_timestamps=True)
+            condition_on_previous_text=False, without_timestamps=True, max_new_tokens=max_tokens)
         text = " ".join(s.text.strip() for s in segments).strip()
         if self.lang.startswith("zh"):
             from pyutils.whisper.tokens import to_simplified
