@@ -455,23 +455,23 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ];
         --keys "${dumpdir}/raw/${dset}/text" "${datadir}/${dset}/text" "${dumpdir}/raw/${dset}/${_text}"
     done
   else
-  python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
-  cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
-  if [ "${token_type}" = bpe ]; then
-    timed espnet_equiv spm_train python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
-      --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
-  fi
-  # Vocabulary from the training text, as ESPnet's asr.sh does; the tags are appended
-  # so that a tag absent from training still has its token.
-  { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
-    > "${token_dir}/vocab_text.txt"
-  timed espnet tokenize_text python -m espnet2.bin.tokenize_text \
-    --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
-    --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
-    --cleaner none --g2p none --write_vocabulary true \
-    --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
-  python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
-    --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
+    python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
+    cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
+    if [ "${token_type}" = bpe ]; then
+      timed espnet_equiv spm_train python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
+        --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
+    fi
+    # Vocabulary from the training text, as ESPnet's asr.sh does; the tags are appended
+    # so that a tag absent from training still has its token.
+    { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
+      > "${token_dir}/vocab_text.txt"
+    timed espnet tokenize_text python -m espnet2.bin.tokenize_text \
+      --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
+      --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
+      --cleaner none --g2p none --write_vocabulary true \
+      --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
+    python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
+      --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
   fi
 fi
 

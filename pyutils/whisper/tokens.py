@@ -74,6 +74,7 @@ class WhisperTokens:
         return [BLANK, *self.vocab, *tags_text.internal_tokens(), UNK]
 
     def prefix(self, lang: str) -> list[str]:
+        lang = lang.replace("-", "_").split("_")[0]  # pt_br -> pt: Whisper knows base languages
         if lang not in self.languages:
             raise WhisperWeightsError(f"Whisper has no language token <|{lang}|>: use a Whisper "
                                       f"language ({', '.join(sorted(self.languages)[:12])}, ...)")
