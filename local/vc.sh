@@ -464,7 +464,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     if [ "${wer_asr}" = judge ] && [ -f "${dumpdir}/raw/${_src}/text" ]; then
       _jw=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_e}/judge/${_src}/text")
       echo "${_jw}" > "${_e}/judge_wer_sources.txt"
-      log "  judge WER on the real source recordings (the ceiling): ${_jw}"
+      log "  judge WER on the source recordings (its ceiling on this data): ${_jw}"
     fi
     ${decode_cmd} "${_e}/log/evaluate.log" \
       python -m pyutils.vc.evaluate --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
@@ -477,7 +477,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
-    --note "WER: $([ "${wer_asr}" = judge ] && echo "pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data); judge WER on the real source recordings: $(cat "${vc_exp}"/eval_*/judge_wer_sources.txt 2>/dev/null | tr '\n' ' ')" || echo "the recipe's own ASR")." \
+    --note "WER: $([ "${wer_asr}" = judge ] && echo "pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data); judge WER on the source recordings (its ceiling on this data): $(cat "${vc_exp}"/eval_*/judge_wer_sources.txt 2>/dev/null | tr '\n' ' ')" || echo "the recipe's own ASR")." \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"
