@@ -76,6 +76,7 @@ inference_model=valid.acc.ave.pth  # checkpoint file under asr_exp
 inference_tag=           # decode dir name (default: decode_<inference config name>_<model>)
 decode_root=             # where decode outputs go (default: <asr_exp>/<inference_tag>)
 score_nvbench=true       # also run `chorus-score nvbench`
+real_speech=auto         # stage 7: WER on real English speech (Debian pocketsphinx-testdata; never trained on) + zero-shot Whisper; auto: lang en, preset default|large
 copy_results=auto        # copy <decode dir>/RESULTS.md to the exp dir and the recipe dir (auto: recipe dir only for --preset default; false: neither)
 
 help_message=$(cat <<EOF
@@ -631,6 +632,14 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
     fi
     _scored+=("${dset}")
   done
+  _ps=/usr/share/pocketsphinx/test/data/librivox/transcription
+  if [ "${real_speech}" = true ] || { [ "${real_speech}" = auto ] && [ "${lang}" = en ] && [ "${preset}" != ci ] && [ -f "${_ps}" ]; }; then
+    log "  real speech: decoding pocketsphinx-testdata (log: ${decode_root}/real_speech/log)"
+    mkdir -p "${decode_root}/real_speech"
+    python -m pyutils.asr.real_speech --asr-exp "$(cd "${asr_exp}" && pwd)" --work "${decode_root}/real_speech" \
+      --md "${decode_root}/real_speech/table.md" > "${decode_root}/real_speech/log" 2>&1 \
+      || log "  WARNING: real-speech evaluation failed: see ${decode_root}/real_speech/log"
+  fi
   write_results
   log "  ${decode_root}/RESULTS.md:"
   grep -E '^(## |Track1Score|WER|CER)' "${decode_root}/RESULTS.md" | sed 's/^/    /' || true

@@ -199,6 +199,10 @@ def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], 
         d = os.path.join(decode_root, name)
         if os.path.isdir(d):
             lines += set_block(name, d)
+    table = os.path.join(decode_root, "real_speech", "table.md")
+    if os.path.isfile(table):
+        with open(table, encoding="utf-8") as f:
+            lines += ["## Real speech", "", f.read().rstrip("\n"), ""]
     return "\n".join(lines) + "\n"
 
 

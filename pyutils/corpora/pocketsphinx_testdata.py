@@ -3,7 +3,7 @@
 ``/usr/share/pocketsphinx/test/data`` holds LibriVox read speech (5 clips, one
 speaker, *Sense and Sensibility*) and spoken card names (5 clips), 16 kHz WAV, with
 transcripts in Sphinx form ``<s> words </s> (id)``. Chorus never trains on them; they
-are the offline yardstick for real English speech (`benchmarks/real_speech_wer.py`).
+are the offline yardstick for real English speech (`python -m pyutils.asr.real_speech`).
 
     python -m pyutils.corpora.pocketsphinx_testdata --out data/real_en
 """

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """WER on real human English speech the models never trained on, side by side.
 
 Systems: the zero-shot pretrained Whisper base (faster-whisper, the judge) and each
@@ -8,9 +7,12 @@ speech + spoken card names; ``pyutils.corpora.pocketsphinx_testdata``). Both sid
 through Whisper's English normaliser (numbers, spelling, punctuation), so "ten of
 clubs" and "10 of clubs" agree; WER = (S + D + I) / N over all words (jiwer).
 
-    tools/venv/bin/python benchmarks/real_speech_wer.py --work bench_out/real_en \\
+    python -m pyutils.asr.real_speech --work bench_out/real_en \\
         --asr-exp egs/nvv_asr_en/exp/asr_train_asr_whisper_default_en_whisper \\
-        --asr-exp egs/nvv_asr_en/exp/asr_train_asr_default_en_bpe300 [--md table.md]
+        --asr-exp egs/nvv_asr_en/exp/asr_train_asr_default_en_bpe300 [--md table.md] [--no-judge]
+
+Stage 7 of an English NVV-ASR recipe runs it for its own model (``--real_speech``) and
+RESULTS.md shows the table under "Real speech".
 """
 
 from __future__ import annotations
@@ -65,20 +67,29 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=Path("bench_out/real_en"))
     ap.add_argument("--asr-exp", type=Path, action="append", default=[])
     ap.add_argument("--md", type=Path, help="also write the table as markdown here")
+    ap.add_argument("--no-judge", action="store_true", help="skip the zero-shot Whisper row")
     a = ap.parse_args(argv)
     data = a.work / "data"
-    prepare(data)
+    try:
+        prepare(data)
+    except (OSError, ValueError) as e:
+        print(f"real_speech: {e}", file=sys.stderr)
+        return 2
     refs = read_kv(data / "text")
     rows = []
-    out = a.work / "judge" / "text"
-    secs = run_judge(data / "wav.scp", out)
-    rows.append(("Whisper base, zero-shot (faster-whisper, int8, greedy)", wer_counts(refs, read_kv(out, allow_empty_value=True)), secs))
+    if not a.no_judge:
+        out = a.work / "judge" / "text"
+        secs = run_judge(data / "wav.scp", out)
+        rows.append(("Whisper base, zero-shot (faster-whisper, int8, greedy)",
+                     wer_counts(refs, read_kv(out, allow_empty_value=True)), secs))
     for exp in a.asr_exp:
         out = a.work / exp.name / "text"
         secs = run_exp(exp.resolve(), (data / "wav.scp").resolve(), out.resolve())
-        rows.append((f"{exp.name}", wer_counts(refs, read_kv(out, allow_empty_value=True)), secs))
-    lines = [f"Real English speech: {len(refs)} clips (pocketsphinx-testdata: LibriVox read speech, "
-             f"spoken card names), {rows[0][1]['N']} words; Whisper English normaliser on both sides.", "",
+        rows.append((f"`{exp.name}`", wer_counts(refs, read_kv(out, allow_empty_value=True)), secs))
+    n_words = rows[0][1]["N"] if rows else 0
+    lines = [f"Real English speech the models never trained on: {len(refs)} clips (Debian "
+             f"pocketsphinx-testdata: LibriVox read speech, spoken card names), {n_words} words; "
+             f"Whisper's English normaliser on both sides (tags removed).", "",
              "| system | WER % | S | D | I | wall s |", "| --- | --- | --- | --- | --- | --- |"]
     for name, c, s in rows:
         lines.append(f"| {name} | {c['WER']:.1f} | {c['S']} | {c['D']} | {c['I']} | {s:.0f} |")
