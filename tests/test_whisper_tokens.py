@@ -54,3 +54,10 @@ def test_encode_file_names_line(tmp_path, wt):
     with pytest.raises(SystemExit, match=r"text:2: utterance u2"):
         tokens._encode_file(wt, str(src), str(tmp_path / "out"), "en", None)
     assert not (tmp_path / "out").exists()
+
+
+def test_tag_loops_are_collapsed(wt):
+    loop = wt.encode("ha", "en") + ["[laugh]"] * 40 + ["Ġend"]
+    assert wt.decode(loop, "en") == "ha [laugh] end"
+    two = wt.encode("ha [laugh] [laugh] end", "en")
+    assert wt.decode(two, "en") == "ha [laugh] [laugh] end"

@@ -102,8 +102,10 @@ class WhisperTokens:
         return [self.vocab[i] for i in self.tokenizer.encoding.encode(segment)]
 
     def decode(self, tokens: list[str], lang: str) -> str:
-        """Token strings -> text with internal tags; special and unknown tokens dropped."""
+        """Token strings -> text with internal tags; special and unknown tokens dropped, and a
+        run of 3 or more identical tags (Whisper's repetition loop) kept once."""
         tag_set = set(tags_text.internal_tokens())
+        tokens = collapse_tag_loops(tokens, tag_set)
         parts, run = [], []
 
         def flush():
@@ -122,6 +124,19 @@ class WhisperTokens:
         if lang.startswith("zh"):
             text = to_simplified(text)
         return text
+
+
+def collapse_tag_loops(tokens: list[str], tag_set: set, min_run: int = 3) -> list[str]:
+    """Keep one of each run of >= ``min_run`` identical adjacent tags: greedy Whisper
+    decoding can loop on a tag ("[laugh]" x 60); two in a row are left as they are."""
+    out, i = [], 0
+    while i < len(tokens):
+        j = i
+        while j < len(tokens) and tokens[j] == tokens[i]:
+            j += 1
+        out.extend(tokens[i:j] if tokens[i] not in tag_set or j - i < min_run else tokens[i:i + 1])
+        i = j
+    return out
 
 
 def to_simplified(text: str) -> str:
