@@ -6,10 +6,11 @@
 # Stages:
 #   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl}
-#   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd})
+#   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
+#                 with --utt-embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
 #   3 stats       global mean/std of the training features
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
-#   5 train       multi-task conv+BiGRU model; post-processing tuned on dev
+#   5 train       multi-task conv+TCN model (+ utterance embeddings); post-processing tuned on dev
 #   6 infer       test sets -> frame probabilities + hyp.jsonl
 #   7 score       chorus-score sqa, RESULTS.md, plots
 #   8 package     submission/sqa_<set>.jsonl (validated with the scorer's rules)
@@ -32,7 +33,7 @@ esac
 stage=0                 # first stage to run
 stop_stage=8            # last stage to run
 nj=2                    # parallel jobs for dump and baselines
-corpus_dir=corpus/sqa_mini_${preset}   # where stage 0 writes the mini corpus
+corpus_dir=corpus/sqa_mini2_${preset}   # where stage 0 writes the mini corpus (2: wider simulator)
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
 vad_feature=false       # append the silero-vad speech probability to the features
@@ -41,7 +42,9 @@ dump_dir=dump           # features + 16 kHz audio
 exp_dir=exp             # models, logs, results
 train_set=train         # training set name
 dev_set=dev             # set used for early stopping and tuning
-test_sets=test          # space-separated sets to infer and score
+test_sets="test test_real"   # sets to infer and score (test_real: real speech, dropped if the corpus has none)
+utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
+embed_opts="--whisper base --whisper-layer 4 --p808 true --p835 false"   # options of pyutils.sqa.embed dump
 train_config=conf/train_${preset}.yaml   # training hyper-parameters
 tag=${preset}           # model dir is exp/sqa_<tag>
 score_column="Overall quality"   # QualiSpeech column used as the reference score
@@ -66,6 +69,14 @@ if [ $# -ne 0 ]; then
 fi
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 
+# the mini corpus has test_real only where pocketsphinx-testdata is installed
+drop_real() { test_sets=$(echo " ${test_sets} " | sed 's/ test_real / /; s/^ *//; s/ *$//'); }
+if [ -n "${qualispeech}" ]; then
+  drop_real
+elif [ ! -d /usr/share/pocketsphinx/test/data/librivox ] \
+     || { [ -f "${corpus_dir}/.done" ] && [ ! -d "${corpus_dir}/data/test_real" ]; }; then
+  drop_real
+fi
 model_dir=${exp_dir}/sqa_${tag}
 stats_file=${dump_dir}/${train_set}/feats_stats.npz   # lives with the features it describes
 all_sets="${train_set} ${dev_set} ${test_sets}"
@@ -124,7 +135,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
-    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature}") | md5sum | cut -d' ' -f1)"
+    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}") \
+      | md5sum | cut -d' ' -f1)"
     # the marker vouches for every dumped file (size + checksum): a deleted or damaged ark is re-dumped
     if _why=$(python -m pyutils.jobs.stage_marker check "${out}/.done" --sig "${sig}"); then
       log "  ${s}: already dumped"; continue
@@ -141,7 +153,12 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
         --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad )
-    for f in feats wav; do
+    if [ "${utt_embed}" = true ]; then
+      # shellcheck disable=SC2086
+      ${train_cmd} JOB=1:${_nj} "${out}/log/embed.JOB.log" \
+        python -m pyutils.sqa.embed dump --wav-scp "${out}/wav.JOB.scp" --outdir "${out}" --job JOB ${embed_opts}
+    fi
+    for f in feats wav $( [ "${utt_embed}" = true ] && echo embed); do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
     done
     for f in utt2num_frames utt2dur bad; do

@@ -113,3 +113,55 @@ def test_infer_writes_fallback_rows_for_skipped_recordings(tmp_path, capsys):
     assert [r["utt_id"] for r in rows] == ["a", "b"]
     assert rows[1] == {"utt_id": "b", "score": 3.0, "faults": {f: [] for f in FAULTS}}
     assert "1 recordings had no features" in capsys.readouterr().out
+
+
+def _bad_inputs(tmp_path):
+    a = tmp_path / "bad"
+    a.mkdir()
+    rng = np.random.default_rng(1)
+    speechy = 0.2 * rng.standard_normal(SR * 2)
+    sf.write(a / "silence.wav", np.zeros(SR * 2), SR)
+    sf.write(a / "dc.wav", np.full(SR * 2, 0.4), SR)
+    sf.write(a / "clipped.wav", np.clip(4 * speechy, -1, 1), SR)
+    sf.write(a / "tel8k.wav", speechy[: SR], 8000)                           # 2 s at 8 kHz
+    sf.write(a / "hifi48k_stereo.wav", 0.1 * rng.standard_normal((48000 * 2, 2)), 48000, subtype="FLOAT")
+    nan = speechy.astype(np.float32)
+    nan[5000] = np.nan
+    sf.write(a / "nan.wav", nan, SR, subtype="FLOAT")
+    sf.write(a / "tiny.wav", speechy[:800], SR)                               # 50 ms
+    sf.write(a / "offset.wav", speechy * 0.5 + 0.2, SR)
+    return a
+
+
+def test_bad_inputs_get_a_diagnosis_or_a_clear_error(tmp_path, capsys):
+    from pyutils.sqa.diagnose import main
+
+    rc = main(["--model", str(_model_dir(tmp_path, 1.01)), "--json", str(_bad_inputs(tmp_path))])
+    out, err = capsys.readouterr()
+    rows = {json.loads(line)["path"].rsplit("/", 1)[1]: json.loads(line) for line in out.splitlines()}
+    assert rc == 0 and len(rows) == 8
+    assert rows["silence.wav"]["score"] == 1.0 and "silent" in rows["silence.wav"]["notes"][-1]
+    assert "DC only" in rows["dc.wav"]["notes"][-1]
+    assert any("clipped" in n for n in rows["clipped.wav"]["notes"])
+    assert any("8000 Hz" in n for n in rows["tel8k.wav"]["notes"]) and rows["tel8k.wav"]["duration"] == 2.0
+    notes48 = rows["hifi48k_stereo.wav"]["notes"]
+    assert any("48000 Hz" in n for n in notes48) and any("2 channels" in n for n in notes48)
+    assert any(n.startswith(("DC offset +0.19", "DC offset +0.20")) for n in rows["offset.wav"]["notes"])
+    assert "NaN" in rows["nan.wav"]["error"] and "too short" in rows["tiny.wav"]["error"]
+    assert "nan.wav" in err and "tiny.wav" in err and "diagnosed 6 file(s), skipped 2" in err
+
+
+def test_long_file_in_windows_matches_its_length(tmp_path, capsys):
+    from pyutils.sqa.diagnose import main
+    from pyutils.sqa.stream import windows
+
+    rng = np.random.default_rng(2)
+    path = tmp_path / "long.wav"
+    sf.write(path, 0.1 * rng.standard_normal(SR * 65), SR)                  # 65 s: 3 windows
+    wins = list(windows(str(path), 28.0, 1.0))
+    assert [n for _, _, n in wins] == [28 * SR, 28 * SR, 9 * SR]
+    assert [off for _, off, _ in wins] == [0, SR, SR] and len(wins[1][0]) == 30 * SR
+    rc = main(["--model", str(_model_dir(tmp_path, 0.0)), "--json", "--no-progress", str(path)])
+    row = json.loads(capsys.readouterr()[0])
+    assert rc == 0 and row["duration"] == 65.0
+    assert row["faults"]["noise"] == [[0.0, 65.0]]                          # windows stitched, no gap

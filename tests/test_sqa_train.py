@@ -81,3 +81,66 @@ def test_unknown_config_key_is_an_error(tmp_path):
     (tmp_path / "c.yaml").write_text("epochz: 3\n")
     with pytest.raises(ValueError, match="unknown keys"):
         load_config(str(tmp_path / "c.yaml"))
+
+
+def _tiny_set(tmp_path, with_embed: bool):
+    kaldiio = pytest.importorskip("kaldiio")
+    rng = np.random.default_rng(0)
+    d = tmp_path / "dump"
+    d.mkdir()
+    refs, durs = [], []
+    with kaldiio.WriteHelper(f"ark,scp:{d}/feats.ark,{d}/feats.scp") as w, \
+            kaldiio.WriteHelper(f"ark,scp:{d}/embed.ark,{d}/embed.scp") as we:
+        for i in range(12):
+            f = rng.standard_normal((101, 16)).astype(np.float32)
+            w(f"u{i}", f)
+            we(f"u{i}", np.array([[float(i % 3), 1.0, -1.0]], dtype=np.float32))   # score cue in dim 0
+            refs.append({"utt_id": f"u{i}", "score": 2.0 + i % 3, "faults": {f_: [] for f_ in FAULTS}})
+            durs.append(f"u{i} 1.0")
+    (d / "utt2dur").write_text("\n".join(durs) + "\n")
+    (d / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    (d / "embed_config.json").write_text(json.dumps({"whisper": None, "p808": False, "p835": False}))
+    np.savez(tmp_path / "stats.npz", mean=np.zeros(16, np.float32), std=np.ones(16, np.float32))
+    (tmp_path / "cfg.yaml").write_text(
+        "model: {conv_channels: 8, rnn_hidden: 8, rnn_layers: 1, dropout: 0.1, embed_proj: 4}\n"
+        f"max_updates: 7\nbatch_size: 4\nnum_workers: 0\nutt_embed: {str(with_embed).lower()}\n")
+    return d
+
+
+def _args(tmp_path, d, out):
+    return ["--config", str(tmp_path / "cfg.yaml"), "--train-dir", str(d), "--train-ref", str(d / "ref.jsonl"),
+            "--dev-dir", str(d), "--dev-ref", str(d / "ref.jsonl"), "--stats", str(tmp_path / "stats.npz"),
+            "--outdir", str(out)]
+
+
+def test_training_length_is_a_number_of_updates_and_deterministic(tmp_path):
+    import torch
+
+    from pyutils.sqa.model import load_model
+    from pyutils.sqa.train import main
+
+    d = _tiny_set(tmp_path, with_embed=True)
+    weights = []
+    for k in range(2):
+        out = tmp_path / f"exp{k}"
+        assert main(_args(tmp_path, d, out)) == 0
+        ck = torch.load(out / "last.pt", weights_only=True)
+        assert ck["step"] == 7                                 # 3 batches per epoch: 3 + 3 + 1
+        weights.append(ck["model"])
+        model, _, _, extra = load_model(str(out / "model.pt"))
+        assert model.cfg.embed_dim == 3 and extra["embed"]["whisper"] is None
+    for name in weights[0]:
+        assert torch.equal(weights[0][name], weights[1][name]), name
+
+
+def test_model_with_embeddings_needs_them(tmp_path):
+    import torch
+
+    from pyutils.sqa.model import ModelConfig, SQAModel
+
+    m = SQAModel(ModelConfig(input_dim=16, conv_channels=8, rnn_hidden=8, rnn_layers=1, embed_dim=3))
+    x = torch.zeros(2, 50, 16)
+    out = m(x, torch.tensor([50, 30]), torch.zeros(2, 3))
+    assert out["score"].shape == (2,)
+    with pytest.raises(ValueError, match="needs utterance embeddings of 3 dims"):
+        m(x, torch.tensor([50, 30]))

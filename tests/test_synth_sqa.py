@@ -54,7 +54,8 @@ def test_intervals_match_audio(corpus):
             x, sr = sf.read(scp[row["utt_id"]], dtype="float64")
             level = np.sqrt(np.mean(x ** 2))
             for s, e in row["faults"]["pause"]:
-                seg = x[int(s * sr) + 80:int(e * sr) - 80]
+                # every pause kind ends in >= 0.3 s of silence (a stutter starts with repeats)
+                seg = x[int(e * sr) - int(0.3 * sr):int(e * sr) - 80]
                 assert np.sqrt(np.mean(seg ** 2)) < 0.05 * level, row
                 n_pause += 1
             for s, e in row["faults"]["noise"]:
@@ -82,3 +83,29 @@ def test_data_dirs_pass_the_datadir_validator(corpus):
     for split in ("train", "dev", "test"):
         rep = validate(corpus / "data" / split)
         assert rep.ok, rep.errors
+
+
+def test_real_recordings_only_in_the_held_out_split(corpus):
+    from pyutils.synth.sqa_corpus import real_clips
+
+    if not real_clips():
+        pytest.skip("pocketsphinx-testdata not installed")
+    real = _rows(corpus / "faults" / "test_real.jsonl")
+    assert len(real) == 2 * len(real_clips())                 # ci preset: 2 copies of each clip
+    assert all(r["voice_group"] == "real" for r in real)
+    for split in ("train", "dev", "test"):
+        rows = _rows(corpus / "faults" / f"{split}.jsonl")
+        assert all(r["voice_group"] not in ("real", "") for r in rows)
+        wavs = _scp(corpus / "data" / split / "wav.scp")
+        assert not any("real_" in u for u in wavs)
+    refs = _rows(corpus / "ref" / "test_real.jsonl")
+    assert {r["utt_id"] for r in refs} == {r["utt_id"] for r in real}
+
+
+def test_voice_inventory_is_wide_and_fixed():
+    from pyutils.synth.sqa_corpus import sqa_voices
+
+    a, b = sqa_voices("en", 300), sqa_voices("en", 300)
+    assert a == b
+    assert len({v["name"] for v in a}) == 300
+    assert len({v["group"] for v in a}) >= 8                   # flite + 8 espeak accents

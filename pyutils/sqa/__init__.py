@@ -5,6 +5,8 @@ Modules, one job each:
 - ``common``    constants (fault names, 20 ms grid) and label rasterisation
 - ``audio``     robust audio loading (mono, 16 kHz) with clear errors
 - ``features``  log-mel fbank extraction, dumping to ark/scp, global stats
+- ``embed``     utterance embeddings from outside the simulator (DNSMOS, Whisper encoder)
+- ``stream``    any-length audio file -> 16 kHz windows in flat memory (chorus-sqa)
 - ``dataset``   training/inference datasets and padding collate
 - ``augment``   on-the-fly faults with exact intervals (pyutils/synth/faults.py)
 - ``model``     conv front-end + BiGRU or TCN multi-task network at the 20 ms grid

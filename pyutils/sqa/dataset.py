@@ -7,6 +7,10 @@ A training example holds the 10 ms features ``(T, F)``, the grid length
 With ``augment_prob > 0`` an example is, with that probability, re-made from
 its waveform with random faults from :mod:`pyutils.synth.faults` (exact
 intervals); its score is then unknown, so ``score_weight`` is 0 for it.
+
+With ``embed_scp`` every example also carries its cached utterance embedding
+(:mod:`pyutils.sqa.embed`); an augmented example keeps the clean one, which
+only the score head reads and which gets no score loss there.
 """
 
 from __future__ import annotations
@@ -27,14 +31,23 @@ def load_refs(path: str) -> Dict[str, dict]:
 class SQADataset(torch.utils.data.Dataset):
     def __init__(self, feats_scp: str, utt2dur: str, ref_jsonl: Optional[str] = None,
                  wav_scp: Optional[str] = None, augment_prob: float = 0.0,
-                 augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None):
+                 augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
+                 embed_scp: Optional[str] = None, utts: Optional[List[str]] = None):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
         durs = {k: float(v) for k, v in read_scp(utt2dur)}
         refs = load_refs(ref_jsonl) if ref_jsonl else {}
         self.wavs = dict(read_scp(wav_scp)) if wav_scp else {}
-        self.utts: List[str] = [u for u in self.feats.keys() if u in durs and (not refs or u in refs)]
+        self.embeds = None
+        if embed_scp:
+            from pyutils.sqa.embed import load_embeddings
+
+            self.embeds = load_embeddings(embed_scp)
+        keep = set(utts) if utts is not None else None
+        self.utts: List[str] = [u for u in self.feats.keys() if u in durs and (not refs or u in refs)
+                                and (self.embeds is None or u in self.embeds)
+                                and (keep is None or u in keep)]
         if refs:
             missing = [u for u in self.feats.keys() if u not in refs]
             if missing:
@@ -62,8 +75,7 @@ class SQADataset(torch.utils.data.Dataset):
         n = num_grid_frames(self.durs[utt])
         return self._item(utt, feats, n, self.refs.get(utt))
 
-    @staticmethod
-    def _item(utt: str, feats: np.ndarray, n: int, ref: Optional[dict], score_weight: float = 1.0) -> dict:
+    def _item(self, utt: str, feats: np.ndarray, n: int, ref: Optional[dict], score_weight: float = 1.0) -> dict:
         labels = np.zeros((n, len(FAULTS)), dtype=np.float32)
         presence = np.zeros(len(FAULTS), dtype=np.float32)
         score = 3.0
@@ -76,9 +88,12 @@ class SQADataset(torch.utils.data.Dataset):
             score = float(ref.get("score", 3.0))
         else:
             score_weight = 0.0
-        return {"utt": utt, "feats": torch.from_numpy(feats), "labels": torch.from_numpy(labels),
+        item = {"utt": utt, "feats": torch.from_numpy(feats), "labels": torch.from_numpy(labels),
                 "presence": torch.from_numpy(presence), "score": torch.tensor(score),
                 "score_weight": torch.tensor(score_weight), "n": n}
+        if self.embeds is not None:
+            item["embed"] = torch.from_numpy(self.embeds[utt])
+        return item
 
     def _augmented(self, utt: str) -> Optional[dict]:
         from pyutils.sqa.audio import AudioError, load_audio
@@ -110,13 +125,16 @@ def collate(batch: List[dict]) -> dict:
         feats[i, : x["feats"].shape[0]] = x["feats"]
         labels[i, : x["n"]] = x["labels"]
         mask[i, : x["n"]] = True
-    return {"utts": [x["utt"] for x in batch], "feats": feats,
+    out = {"utts": [x["utt"] for x in batch], "feats": feats,
             "lengths": torch.tensor([x["feats"].shape[0] for x in batch]),
             "n_frames": torch.tensor([x["n"] for x in batch]),
             "labels": labels, "mask": mask,
             "presence": torch.stack([x["presence"] for x in batch]),
             "score": torch.stack([x["score"] for x in batch]),
             "score_weight": torch.stack([x["score_weight"] for x in batch])}
+    if "embed" in batch[0]:
+        out["embed"] = torch.stack([x["embed"] for x in batch])
+    return out
 
 
 class BucketBatchSampler(torch.utils.data.Sampler):

@@ -26,12 +26,13 @@ from pyutils.sqa.model import ModelFileError, fit_length, load_model
 from pyutils.sqa.postproc import make_row
 
 
-def predict(model, mean, std, feats: np.ndarray, duration: float) -> dict:
-    """One utterance: (T, F) features -> frame_probs (N, 3), utt_probs (3,), score."""
+def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None) -> dict:
+    """One utterance: (T, F) features (+ its embedding) -> frame_probs (N, 3), utt_probs (3,), score."""
     n = num_grid_frames(duration)
     with torch.no_grad():
         x = (torch.from_numpy(np.array(feats, dtype=np.float32))[None] - mean) / std
-        out = model(x, torch.tensor([x.shape[1]]))
+        e = None if embed is None else torch.from_numpy(np.asarray(embed, dtype=np.float32))[None]
+        out = model(x, torch.tensor([x.shape[1]]), e)
         probs = torch.sigmoid(fit_length(out["frame_logits"], n))[0].numpy()
         utt = torch.sigmoid(out["utt_logits"])[0].numpy()
     return {"frame_probs": probs.astype(np.float32), "utt_probs": utt.astype(np.float32),
@@ -77,13 +78,26 @@ def main(argv=None) -> int:
         print(f"pyutils.sqa.infer: {e}", file=sys.stderr)
         return 2
     durs = {k: float(v) for k, v in read_scp(os.path.join(args.data_dir, "utt2dur"))}
+    embeds = None
+    if model.cfg.embed_dim > 0:
+        from pyutils.sqa.embed import load_embeddings
+
+        path = os.path.join(args.data_dir, "embed.scp")
+        if not os.path.exists(path):
+            print(f"ERROR: the model needs utterance embeddings but {path} is missing "
+                  f"(stage 2 with --utt-embed true)", file=sys.stderr)
+            return 2
+        embeds = load_embeddings(path)
     os.makedirs(args.outdir, exist_ok=True)
     outputs, t0 = {}, time.time()
     for k, (utt, feats) in enumerate(kaldiio.load_scp_sequential(os.path.join(args.data_dir, "feats.scp")), 1):
         if utt not in durs:
             print(f"WARNING: {utt} has features but no utt2dur entry; skipped", flush=True)
             continue
-        outputs[utt] = predict(model, mean, std, feats, durs[utt])
+        if embeds is not None and utt not in embeds:
+            print(f"WARNING: {utt} has features but no embedding; skipped", flush=True)
+            continue
+        outputs[utt] = predict(model, mean, std, feats, durs[utt], None if embeds is None else embeds[utt])
         if k % 100 == 0:
             print(f"{k} utterances, {time.time() - t0:.1f} s", flush=True)
     save_outputs(os.path.join(args.outdir, "outputs.npz"), outputs)

@@ -33,6 +33,11 @@ class ModelConfig:
     # max pooling and each fault's predicted duration in seconds (the reference
     # penalties depend on coverage, severity and absolute pause length)
     score_pooling: str = "att"
+    # utterance embedding (pyutils.sqa.embed: DNSMOS sub-scores, pooled Whisper encoder
+    # states) fed to the score head through a small projection; 0 = none
+    embed_dim: int = 0
+    embed_proj: int = 64
+    embed_dropout: float = 0.2
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,10 +105,14 @@ class SQAModel(nn.Module):
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
+        if cfg.embed_dim > 0:
+            self.embed_proj = nn.Sequential(nn.LayerNorm(cfg.embed_dim), nn.Dropout(cfg.embed_dropout),
+                                            nn.Linear(cfg.embed_dim, cfg.embed_proj), nn.GELU())
+            score_in += cfg.embed_proj
         self.score_head = nn.Sequential(nn.Linear(score_in, h), nn.GELU(), nn.Linear(h, 1))
 
-    def forward(self, feats: torch.Tensor, lengths: torch.Tensor):
-        """feats (B, T, F), lengths (B,) -> dict with
+    def forward(self, feats: torch.Tensor, lengths: torch.Tensor, embed: torch.Tensor | None = None):
+        """feats (B, T, F), lengths (B,), embed (B, embed_dim) when ``embed_dim`` > 0 -> dict with
         ``frame_logits`` (B, T', 3), ``utt_logits`` (B, 3), ``score`` (B,), ``lengths`` (B,)."""
         # zero the padding before every conv so that a padded batch gives each recording
         # exactly the outputs it would get alone (convs then see the same zero padding)
@@ -139,10 +148,16 @@ class SQAModel(nn.Module):
         # fraction of frames the frame head marks as faulty: a strong cue for the score
         frac = (torch.sigmoid(frame_logits) * m).sum(1) / m.sum(1).clamp(min=1.0)
         if self.cfg.score_pooling == "att":
-            z = self.score_head(torch.cat([pooled, frac], dim=-1)).squeeze(-1)
+            parts = [pooled, frac]
         else:
             secs = (torch.sigmoid(frame_logits) * m).sum(1) * 0.02  # predicted seconds per fault
-            z = self.score_head(torch.cat([pooled, mx, frac, torch.log1p(secs)], dim=-1)).squeeze(-1)
+            parts = [pooled, mx, frac, torch.log1p(secs)]
+        if self.cfg.embed_dim > 0:
+            if embed is None or embed.shape[-1] != self.cfg.embed_dim:
+                got = None if embed is None else tuple(embed.shape)
+                raise ValueError(f"this model needs utterance embeddings of {self.cfg.embed_dim} dims, got {got}")
+            parts.append(self.embed_proj(embed))
+        z = self.score_head(torch.cat(parts, dim=-1)).squeeze(-1)
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
         return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
                 "lengths": out_lens, "mask": mask}

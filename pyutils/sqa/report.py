@@ -73,8 +73,20 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
     ts = _train_summary(model_dir)
     cfg_path = os.path.join(model_dir, "config.yaml")
     if ts:
-        lines.append(f"Training: {ts[0]} epochs in {ts[1] / 60:.1f} min; best dev loss {ts[3]:.4f} at epoch {ts[2]}"
-                     f" (config: {cfg_path}).")
+        upd = ""
+        try:
+            import yaml
+
+            with open(cfg_path, encoding="utf-8") as f:
+                tc = yaml.safe_load(f) or {}
+            if tc.get("max_updates"):
+                upd = f"{tc['max_updates']} updates, "
+            if tc.get("utt_embed"):
+                upd += "score head fed utterance embeddings (pyutils.sqa.embed), "
+        except OSError:
+            pass
+        lines.append(f"Training: {upd}{ts[0]} epochs in {ts[1] / 60:.1f} min; best dev loss {ts[3]:.4f} at "
+                     f"epoch {ts[2]} (config: {cfg_path}).")
     pp = _load(os.path.join(model_dir, "postproc.json"))
     lines.append("")
     for s in test_sets:

@@ -15,6 +15,17 @@ Usage::
 
 Writes ``OUTDIR/model.pt`` (best dev loss), ``OUTDIR/last.pt`` (resume point,
 ``--resume``), ``OUTDIR/train_log.tsv`` and ``OUTDIR/config.yaml``.
+
+Length of training: ``max_updates`` optimizer steps (the LR schedule follows
+them), or ``epochs`` full passes when it is 0.  The result does not depend on
+machine load: with one BLAS thread, the same data and seed give the same
+weights on a CPU (tested).  ``max_minutes`` (0 = off) is only a safety stop;
+when it ends a run early, the log says so and the result depends on the load.
+
+``utt_embed: true`` reads ``embed.scp`` (:mod:`pyutils.sqa.embed`) beside
+``feats.scp`` and feeds each recording's embedding to the score head.
+``augment_exclude`` lists fault kinds (``babble``, ``reverb``, ...) or fault
+types the on-the-fly augmentation must not make (leave-one-family-out runs).
 """
 
 from __future__ import annotations
@@ -44,7 +55,10 @@ DEFAULTS = {
     "w_frame": 1.0,
     "w_utt": 0.5,
     "augment_prob": 0.0,
-    "max_minutes": 0.0,   # time budget; the LR schedule follows it when it ends before `epochs` (0 = none)
+    "augment_exclude": [],  # fault kinds/types the augmentation must not make
+    "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
+    "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
+    "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
     "seed": 0,
     "num_threads": 1,     # >1 thrashes on a loaded machine (measured 10x slower at load 10 on 2 cores)
     "num_workers": 1,     # data loading/augmentation in a separate process (the 2nd core)
@@ -79,7 +93,7 @@ def lr_at(progress: float, peak: float, warmup: float = 0.05, floor: float = 0.0
 
 def compute_loss(model, batch, mean, std, cfg) -> tuple:
     feats = (batch["feats"] - mean) / std
-    out = model(feats, batch["lengths"])
+    out = model(feats, batch["lengths"], batch.get("embed"))
     n = batch["labels"].shape[1]
     logits = fit_length(out["frame_logits"], n)
     mask = batch["mask"].unsqueeze(-1).float()
@@ -93,7 +107,7 @@ def compute_loss(model, batch, mean, std, cfg) -> tuple:
     return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
 
 
-def make_augmenter():
+def make_augmenter(exclude=()):
     """Fault simulator from the mini-corpus helper, adapted to (x, rng, ref) -> (y, faults)."""
     try:
         from pyutils.synth import faults as fault_sim
@@ -102,7 +116,7 @@ def make_augmenter():
         return None
     from pyutils.sqa.augment import make_fault_augmenter
 
-    return make_fault_augmenter(fault_sim)
+    return make_fault_augmenter(fault_sim, exclude=exclude)
 
 
 def _seed_worker(_worker_id: int) -> None:
@@ -139,17 +153,30 @@ def train(args) -> int:
     stats = np.load(args.stats)
     mean, std = torch.from_numpy(stats["mean"]), torch.from_numpy(stats["std"])
 
-    augmenter = make_augmenter() if cfg["augment_prob"] > 0 else None
+    augmenter = make_augmenter(cfg["augment_exclude"]) if cfg["augment_prob"] > 0 else None
     d = args.train_dir
     wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
     feats_cfg = {"n_mels": int(mean.shape[0]), "vad": False}
     if os.path.exists(f"{d}/feats_config.json"):
         with open(f"{d}/feats_config.json", encoding="utf-8") as f:
             feats_cfg = json.load(f)
+    embed_cfg, train_embed, dev_embed = None, None, None
+    if cfg["utt_embed"]:
+        train_embed, dev_embed = f"{d}/embed.scp", f"{args.dev_dir}/embed.scp"
+        for path in (train_embed, dev_embed):
+            if not os.path.exists(path):
+                raise SystemExit(f"utt_embed: true but {path} is missing (stage 2 with --utt-embed true)")
+        with open(f"{d}/embed_config.json", encoding="utf-8") as f:
+            embed_cfg = json.load(f)
+    train_utts = None
+    if args.train_utts:
+        with open(args.train_utts, encoding="utf-8") as f:
+            train_utts = [line.split()[0] for line in f if line.strip()]
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
-                           feats_cfg=feats_cfg)
-    dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref)
+                           feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts)
+    dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
+                         embed_scp=dev_embed)
     if len(train_set) == 0:
         raise SystemExit(f"no training examples in {d} with references in {args.train_ref}")
     sampler = BucketBatchSampler([train_set.num_frames(i) for i in range(len(train_set))],
@@ -160,7 +187,8 @@ def train(args) -> int:
                                                persistent_workers=False)
     dev_loader = torch.utils.data.DataLoader(dev_set, batch_size=cfg["batch_size"], collate_fn=collate)
 
-    model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0])})
+    embed_dim = int(train_set[0]["embed"].shape[0]) if cfg["utt_embed"] else 0
+    model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0]), "embed_dim": embed_dim})
     device = cfg["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -168,7 +196,8 @@ def train(args) -> int:
     mean, std = mean.to(device), std.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
-    total_steps = max(1, cfg["epochs"] * len(sampler))
+    total_steps = int(cfg["max_updates"]) or max(1, cfg["epochs"] * len(sampler))
+    max_epochs = -(-total_steps // len(sampler))
     budget_s = 60.0 * float(cfg["max_minutes"])
     start_epoch, best, step, spent = 1, float("inf"), 0, 0.0
     # Steps the LR schedule spans: all of them, unless epoch 1 shows that the time
@@ -192,7 +221,8 @@ def train(args) -> int:
             torch.set_rng_state(ck["torch_rng"].cpu())
         print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
     print(f"train {len(train_set)} utts, dev {len(dev_set)} utts, model {n_params / 1e6:.2f} M params, "
-          f"{cfg['epochs']} epochs x {len(sampler)} batches, device {device}", flush=True)
+          f"{total_steps} updates ({max_epochs} epochs x {len(sampler)} batches), device {device}"
+          + (f", utterance embedding {embed_dim} dims" if embed_dim else ""), flush=True)
 
     log_path = os.path.join(args.outdir, "train_log.tsv")
     if start_epoch == 1:
@@ -209,9 +239,12 @@ def train(args) -> int:
     def over_budget() -> bool:
         return budget_s > 0 and time.time() - t_start >= budget_s
 
-    for epoch in range(start_epoch, cfg["epochs"] + 1):
+    for epoch in range(start_epoch, max_epochs + 1):
+        if step >= total_steps:
+            break
         if progress() >= 1.0 or over_budget():
-            print(f"stopping before epoch {epoch}: time budget of {cfg['max_minutes']} min used", flush=True)
+            print(f"SAFETY STOP before epoch {epoch} at update {step}/{total_steps}: max_minutes "
+                  f"{cfg['max_minutes']} used (this result depends on machine load)", flush=True)
             break
         sampler.set_epoch(epoch)
         model.train()
@@ -228,9 +261,11 @@ def train(args) -> int:
             tot += loss.item()
             parts += [p["score"], p["frame"], p["utt"]]
             nb += 1
+            if step >= total_steps:
+                break
             if budget_s > 0 and (progress() >= 1.0 or over_budget()):
-                print(f"time budget of {cfg['max_minutes']} min used after {nb} batches of epoch {epoch}",
-                      flush=True)
+                print(f"SAFETY STOP in epoch {epoch} at update {step}/{total_steps}: max_minutes "
+                      f"{cfg['max_minutes']} used (this result depends on machine load)", flush=True)
                 break
         if epoch == 1 and budget_s > 0 and sched_steps == total_steps and nb:
             fit = int(budget_s / ((time.time() - t_start) / step))
@@ -249,8 +284,8 @@ def train(args) -> int:
         if dev_loss < best:
             best = dev_loss
             save_model(os.path.join(args.outdir, "model.pt"), model.cpu(), stats,
-                       {"epoch": epoch, "dev_loss": dev_loss, "train_config": cfg,
-                        "features": feats_cfg})
+                       {"epoch": epoch, "step": step, "dev_loss": dev_loss, "train_config": cfg,
+                        "features": feats_cfg, "embed": embed_cfg})
             model.to(device)
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                     "seconds": time.time() - t_start, "epoch": epoch, "best": best,
@@ -299,6 +334,8 @@ def main(argv=None) -> int:
     p.add_argument("--stats", required=True, help="feats_stats.npz (mean, std)")
     p.add_argument("--outdir", required=True)
     p.add_argument("--resume", action="store_true", help="continue from OUTDIR/last.pt")
+    p.add_argument("--train-utts", help="file whose first column lists the training utterances to use "
+                                        "(default: all); held-out-family/voice experiments")
     return train(p.parse_args(argv))
 
 

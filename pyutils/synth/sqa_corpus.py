@@ -1,7 +1,19 @@
 """The ``sqa`` mini corpus: clean speech + faults with exact intervals and scores.
 
 Each recording is one or two sentences of English (3-6 s) from one voice, then
-:func:`pyutils.synth.faults.apply_random_faults` adds 0-3 faults.  Pauses go
+:func:`pyutils.synth.faults.apply_random_faults` adds 0-3 faults.
+
+Voices (:func:`sqa_voices`, English): the flite voices, then espeak-ng's
+English accents (8) crossed with its natural-sounding voice variants (~60),
+each with its own pitch, rate and vocal-tract warp -- about 500 voices, in a
+fixed order (first the flite ones, then a fixed shuffle), of which a preset
+uses the first ``voices``.  Other languages use :func:`pyutils.synth.speech.voices`.
+
+Split ``test_real`` (English only, evaluation only, never trained on): the
+real human recordings of Debian's ``pocketsphinx-testdata`` (LibriVox read
+speech and spoken card names, :mod:`pyutils.corpora.pocketsphinx_testdata`),
+each used ``real_copies`` times with different random faults (pause points
+from :func:`pyutils.synth.faults.pause_points`).  Absent package = no split.  Pauses go
 only at word boundaries we know exactly: the sentences are synthesised in
 chunks of 3-5 words, joined by short natural gaps (40-120 ms), and the chunk
 joins are the pause candidates.  Babble noise is made from two other
@@ -23,18 +35,58 @@ from pyutils.synth.sentences import sentence_pool
 from pyutils.synth.speech import speak, speak_chunks, voices
 
 PRESETS = {
-    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 8},
-    "default": {"train": 1200, "dev": 150, "test": 150, "voices": 16},
-    "large": {"train": 8000, "dev": 500, "test": 500, "voices": 24},
+    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2},
+    "default": {"train": 1200, "dev": 150, "test": 150, "voices": 64, "real_copies": 8},
+    "large": {"train": 8000, "dev": 500, "test": 500, "voices": 400, "real_copies": 20},
 }
 SPLITS = ("train", "dev", "test")
+REAL_SPLIT = "test_real"
 KIND_ID = 22
+
+FLITE_VOICES = ("slt", "rms", "awb", "kal16", "kal")
+ESPEAK_ACCENTS = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp",
+                  "en-gb-x-gbcwmd", "en-029", "en-us-nyc")
+# espeak-ng variants that sound like a person (robots, whisper, "demonic" left out);
+# names as in espeak-ng-data/voices/!v (case matters)
+ESPEAK_VARIANTS = ("m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "f1", "f2", "f3", "f4", "f5",
+                   "Alex", "Alicia", "Andrea", "Andy", "Annie", "Denis", "Diogo", "Gene", "Henrique",
+                   "Hugo", "Jacky", "Lee", "Marco", "Mario", "Michael", "Mike", "Storm", "Tweaky",
+                   "adam", "anika", "antonio", "aunty", "belinda", "benjamin", "boris", "caleb",
+                   "croak", "david", "ed", "edward", "gustave", "iven", "iven2", "john", "klatt",
+                   "klatt2", "klatt3", "linda", "marcelo", "max", "michel", "miguel", "norbert",
+                   "pablo", "paul", "pedro", "quincy", "rob", "robert", "sandro", "shelby", "steph",
+                   "travis", "victor")
+
+
+def sqa_voices(lang: str, n: int) -> List[dict]:
+    """The first ``n`` voices of the SQA inventory of ``lang`` (see the module docstring)."""
+    if lang != "en":
+        return voices(lang, n)
+    import shutil
+
+    out = []
+    if shutil.which("flite"):
+        out += [{"id": "", "engine": "flite", "name": v, "speed": 160, "pitch": 50, "warp": 1.0,
+                 "group": "flite"} for v in FLITE_VOICES]
+    combos = [(a, v) for a in ESPEAK_ACCENTS for v in ESPEAK_VARIANTS]
+    rng = np.random.default_rng(20251)          # fixed: the inventory never depends on --seed
+    for k in rng.permutation(len(combos)):
+        accent, var = combos[int(k)]
+        out.append({"id": "", "engine": "espeak", "name": f"{accent}+{var}",
+                    "speed": int(rng.integers(140, 176)), "pitch": int(rng.integers(30, 71)),
+                    "warp": round(float(rng.uniform(0.9, 1.12)), 3), "group": accent})
+    if n > len(out):
+        raise ValueError(f"{lang}: asked for {n} SQA voices, only {len(out)} defined")
+    out = out[:n]
+    for i, v in enumerate(out):
+        v["id"] = f"sqa_v{i:03d}"
+    return out
 
 
 def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
     total = sum(sizes[s] for s in SPLITS)
     pool = sentence_pool(lang, 2 * total + 64, seed + 7919)
-    vs = voices(lang, n_voices)
+    vs = sqa_voices(lang, n_voices)
     rng = np.random.default_rng([seed, KIND_ID, 0])
     items, gidx = [], 0
     for split in SPLITS:
@@ -49,7 +101,53 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
                           "babble": [[o, s] for o, s in zip(others, babble)],
                           "seed": [seed, KIND_ID, 1, gidx]})
             gidx += 1
+    items += _plan_real(lang, int(sizes.get("real_copies", 0)), vs, pool, seed)
     return items
+
+
+def real_clips() -> List[tuple]:
+    """``[(clip_id, wav_path, transcript), ...]`` of pocketsphinx-testdata (empty if not installed)."""
+    from pyutils.corpora.pocketsphinx_testdata import ROOT, SUBSETS, read_subset
+
+    if not (ROOT / "librivox" / SUBSETS["librivox"]).is_file():
+        return []
+    clips = []
+    for subset in SUBSETS:
+        clips += [(u, str(w), t) for u, (w, t) in sorted(read_subset(ROOT, subset).items())]
+    return clips
+
+
+def _plan_real(lang: str, copies: int, vs: List[dict], pool: List[str], seed: int) -> List[dict]:
+    if lang != "en" or copies <= 0:
+        return []
+    clips = real_clips()
+    if not clips:
+        print("sqa: pocketsphinx-testdata not installed: no test_real split", flush=True)
+        return []
+    rng = np.random.default_rng([seed, KIND_ID, 2])
+    items = []
+    for c in range(copies):
+        for ci, (cid, wav, text) in enumerate(clips):
+            others = [vs[int(j)] for j in rng.choice(len(vs), size=2, replace=False)]
+            babble = [pool[int(k)] for k in rng.choice(len(pool), size=2, replace=False)]
+            spk = "real_" + cid.split("_")[0]
+            items.append({"kind": "sqa", "utt_id": f"{spk}-{REAL_SPLIT}-{c:02d}{ci:02d}", "split": REAL_SPLIT,
+                          "lang": lang, "spk": spk, "real_wav": wav, "sentences": [text],
+                          "babble": [[o, s] for o, s in zip(others, babble)],
+                          "seed": [seed, KIND_ID, 3, c * 1000 + ci]})
+    return items
+
+
+def _real(item: dict, rng: np.random.Generator):
+    """A real recording at 16 kHz, peak-normalised like the synthetic ones; pause points by energy."""
+    from pyutils.synth.audio import read_wav, resample
+    from pyutils.synth.faults import pause_points
+
+    x, sr = read_wav(item["real_wav"])
+    x = resample(x, sr, SAMPLE_RATE).astype(np.float64)
+    x = x - np.mean(x)
+    x = x * (db_to_amp(-3 + rng.uniform(-2, 2)) / (np.abs(x).max() + 1e-9))
+    return x.astype(np.float32), pause_points(x.astype(np.float32), SAMPLE_RATE)
 
 
 def _clean(item: dict, rng: np.random.Generator):
@@ -86,7 +184,7 @@ def _clean(item: dict, rng: np.random.Generator):
 def render(item: dict, out_dir: str) -> dict:
     sr = SAMPLE_RATE
     rng = np.random.default_rng(item["seed"])
-    x, joins = _clean(item, rng)
+    x, joins = _real(item, rng) if item.get("real_wav") else _clean(item, rng)
 
     def babble():
         return [speak(s, item["lang"], v, seed=int(item["seed"][-1])) for v, s in item["babble"]]
@@ -98,7 +196,8 @@ def render(item: dict, out_dir: str) -> dict:
     write_wav(wav, y, sr)
     return {"utt_id": item["utt_id"], "split": item["split"], "spk": item["spk"],
             "dur": round(dur, 4), "wav": wav, "score": score, "faults": intervals,
-            "details": details, "text": " ".join(item["sentences"])}
+            "details": details, "text": " ".join(item["sentences"]),
+            "voice_group": "real" if item.get("real_wav") else item["voice"].get("group", "")}
 
 
 def plan_from_args(args) -> List[dict]:
@@ -114,13 +213,15 @@ def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:
     """Kaldi data dirs (with the clean ``text``), ``ref/{split}.jsonl``, ``faults/{split}.jsonl``."""
     from pyutils.synth.io import write_datadir, write_jsonl
 
-    for split in SPLITS:
+    splits = SPLITS + ((REAL_SPLIT,) if any(m["split"] == REAL_SPLIT for m in metas) else ())
+    for split in splits:
         rows = sorted((m for m in metas if m["split"] == split), key=lambda m: m["utt_id"])
         write_datadir(f"{out_dir}/data/{split}", rows, text=True)
         write_jsonl(f"{out_dir}/ref/{split}.jsonl",
                     [{"utt_id": m["utt_id"], "score": m["score"], "faults": m["faults"]}
                      for m in rows])
         write_jsonl(f"{out_dir}/faults/{split}.jsonl",
-                    [{"utt_id": m["utt_id"], "duration": m["dur"], "details": m["details"]}
+                    [{"utt_id": m["utt_id"], "duration": m["dur"], "details": m["details"],
+                      "voice_group": m.get("voice_group", "")}
                      for m in rows])
-    return {s: sum(m["split"] == s for m in metas) for s in SPLITS}
+    return {s: sum(m["split"] == s for m in metas) for s in splits}
