@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""Seconds per training update of the two tiny TTS configs of egs/nvv_tts (CPU).
+"""Seconds per training update of the tiny TTS configs of egs/nvv_tts (CPU).
 
-Why the default is Tacotron2 + Griffin-Lim and not VITS: on 2 CPU cores the
-budget is ~10 minutes of training, so updates per second decide. Both models are
+Why the default is FastSpeech + Griffin-Lim and not VITS: on 2 CPU cores the
+budget is ~10 minutes of training, so updates per second decide. The models are
 built from their recipe configs and trained on the same random batch (batch
-size B, text length L tokens, audio T seconds), measured in the same run:
+size B, text length L tokens, audio T seconds), measured in the same run
+(FastSpeech with reduction factor 1 and 2, to show what r=2 buys):
 
     tools/venv/bin/python benchmarks/tts_update_time.py [--steps 3] [--batch 8]
 
-Prints s/update per model and the ratio VITS / Tacotron2 (and the load average,
+Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
 since the machine may be shared).
 """
 
@@ -35,6 +36,33 @@ def tacotron2_step(conf, B, L, T, vocab):
 
     def step():
         loss = model(text, torch.full((B,), L), feats, torch.full((B,), frames))[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None):
+    from espnet2.tts.fastspeech import FastSpeech
+
+    n_mels, hop = conf["feats_extract_conf"]["n_mels"], conf["feats_extract_conf"]["hop_length"]
+    tts_conf = dict(conf["tts_conf"])
+    if reduction_factor:
+        tts_conf["reduction_factor"] = reduction_factor
+    model = FastSpeech(idim=vocab, odim=n_mels, **tts_conf)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    r = model.reduction_factor
+    frames = int(T * 16000 / hop)
+    frames -= frames % r
+    text = torch.randint(1, vocab - 1, (B, L))
+    feats = torch.randn(B, frames, n_mels)
+    steps = frames // r
+    dur = torch.full((B, L + 1), steps // (L + 1))
+    dur[:, -1] += steps - dur.sum(1)
+
+    def step():
+        loss = model(text, torch.full((B,), L), feats, torch.full((B,), frames), dur,
+                     torch.full((B,), L + 1))[0]
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -77,7 +105,12 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     results = {}
-    for name, cfg, builder in (("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
+    import functools
+
+    for name, cfg, builder in (("fastspeech_mini", "train_fastspeech_mini.yaml", fastspeech_step),
+                               ("fastspeech_r1", "train_fastspeech_mini.yaml",
+                                functools.partial(fastspeech_step, reduction_factor=1)),
+                               ("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
                                ("vits_mini", "train_vits_mini.yaml", vits_step)):
         with open(os.path.join(RECIPE, cfg)) as f:
             conf = yaml.safe_load(f)
@@ -90,7 +123,7 @@ def main():
         results[name] = (time.perf_counter() - t0) / a.steps
         print(f"{name:16s} {n_params / 1e6:6.2f} M params  {results[name]:7.2f} s/update "
               f"(batch {a.batch}, {a.tokens} tokens, {a.seconds} s audio, {torch.get_num_threads()} threads)")
-    print(f"ratio vits_mini / tacotron2_mini: {results['vits_mini'] / results['tacotron2_mini']:.1f}x "
+    print(f"ratio vits_mini / fastspeech_mini: {results['vits_mini'] / results['fastspeech_mini']:.1f}x "
           f"(load average {os.getloadavg()[0]:.1f})")
 
 
