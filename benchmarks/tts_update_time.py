@@ -9,7 +9,8 @@ size B, text length L tokens, audio T seconds), measured in the same run
 
     tools/venv/bin/python benchmarks/tts_update_time.py [--steps 3] [--batch 8]
 
-Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
+A small HiFiGAN vocoder (1 s segments) is timed too: the price of a neural vocoder
+trained in the same budget. Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
 since the machine may be shared).
 """
 
@@ -69,6 +70,41 @@ def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None):
     return step, sum(p.numel() for p in model.parameters())
 
 
+def hifigan_step(conf, B, L, T, vocab):
+    """One GAN update (discriminator + generator) of a SMALL ESPnet HiFiGAN vocoder on
+    1 s segments: channels 128 (a quarter of HiFiGAN V1), the VITS-mini decoder size."""
+    from espnet2.gan_tts.hifigan import HiFiGANGenerator, HiFiGANMultiScaleMultiPeriodDiscriminator
+    from espnet2.gan_tts.hifigan.loss import (DiscriminatorAdversarialLoss, FeatureMatchLoss,
+                                              GeneratorAdversarialLoss, MelSpectrogramLoss)
+
+    hop = conf["feats_extract_conf"]["hop_length"]
+    gen = HiFiGANGenerator(in_channels=80, channels=128, upsample_scales=[8, 8, 4],
+                           upsample_kernel_sizes=[16, 16, 8], resblock_kernel_sizes=[3, 7],
+                           resblock_dilations=[[1, 3], [1, 3]])
+    disc = HiFiGANMultiScaleMultiPeriodDiscriminator()
+    g_opt = torch.optim.AdamW(gen.parameters(), lr=2e-4)
+    d_opt = torch.optim.AdamW(disc.parameters(), lr=2e-4)
+    mel_loss = MelSpectrogramLoss(fs=16000, n_fft=1024, hop_length=hop, n_mels=80)
+    g_adv, d_adv, fm = GeneratorAdversarialLoss(), DiscriminatorAdversarialLoss(), FeatureMatchLoss()
+    frames = 16000 // hop
+    mel = torch.randn(B, 80, frames)
+    wav = torch.randn(B, 1, frames * hop) * 0.1
+
+    def step():
+        fake = gen(mel)
+        real_out, fake_out = disc(wav), disc(fake.detach())
+        loss_d = sum(d_adv(fake_out, real_out))
+        d_opt.zero_grad()
+        loss_d.backward()
+        d_opt.step()
+        fake_out, real_out = disc(fake), disc(wav)
+        loss_g = 45.0 * mel_loss(fake, wav) + g_adv(fake_out) + 2.0 * fm(fake_out, real_out)
+        g_opt.zero_grad()
+        loss_g.backward()
+        g_opt.step()
+    return step, sum(p.numel() for p in gen.parameters()) + sum(p.numel() for p in disc.parameters())
+
+
 def vits_step(conf, B, L, T, vocab):
     from espnet2.gan_tts.vits import VITS
 
@@ -111,6 +147,7 @@ def main():
                                ("fastspeech_r1", "train_fastspeech_mini.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=1)),
                                ("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
+                               ("hifigan_small", "train_fastspeech_mini.yaml", hifigan_step),
                                ("vits_mini", "train_vits_mini.yaml", vits_step)):
         with open(os.path.join(RECIPE, cfg)) as f:
             conf = yaml.safe_load(f)

@@ -345,6 +345,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}"
     mv "${_d}/text" "${_d}/text.tagged"
     ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
+    # a token the model never saw (ESPnet would read it as <unk>) or a text of pauses only: named, nothing synthesised
+    ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
     ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
     if ${use_spk_embed}; then
       echo "$0: --infer_jsonl with --use_spk_embed needs ${_d}/spk_embed.scp: not supported yet" >&2; exit 1
@@ -365,6 +367,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     ${use_sid} && _in+=" --data_path_and_name_and_type ${_data}/utt2sid,sids,text_int"
     ${use_spk_embed} && _in+=" --data_path_and_name_and_type ${_data}/spk_embed.scp,spembs,kaldi_ark"
     log "stage 6: ${s}: ${_n} utterances, log: ${_logdir}/tts_inference.*.log"
+    if ! ${python} -m pyutils.tts.tokens "${_data}/text" --check "${token_list}" 2> "${_logdir}/inventory.log"; then
+      log "stage 6: warning: ${s}: $(wc -l < "${_logdir}/inventory.log") utterances with tokens outside the inventory (synthesised with <unk>): ${_logdir}/inventory.log"
+    fi
     # shellcheck disable=SC2086
     ${_cmd} --gpu "${_ngpu}" JOB=1:"${_nj}" "${_logdir}/tts_inference.JOB.log" \
       ${python} -m espnet2.bin.tts_inference --ngpu "${_ngpu}" ${_in} \
