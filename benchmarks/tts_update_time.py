@@ -9,7 +9,7 @@ size B, text length L tokens, audio T seconds), measured in the same run
 
     tools/venv/bin/python benchmarks/tts_update_time.py [--steps 3] [--batch 8]
 
-A small HiFiGAN vocoder (1 s segments) is timed too: the price of a neural vocoder
+A HiFiGAN vocoder (small generator, ESPnet's default discriminators, 1 s segments) is timed too: the price of a neural vocoder
 trained in the same budget. Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
 since the machine may be shared).
 """
@@ -71,8 +71,10 @@ def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None):
 
 
 def hifigan_step(conf, B, L, T, vocab):
-    """One GAN update (discriminator + generator) of a SMALL ESPnet HiFiGAN vocoder on
-    1 s segments: channels 128 (a quarter of HiFiGAN V1), the VITS-mini decoder size."""
+    """One GAN update (discriminator + generator) of an ESPnet HiFiGAN vocoder on 1 s
+    segments: a small generator (128 channels, a quarter of HiFiGAN V1, the VITS-mini
+    decoder size) with ESPnet's default multi-scale multi-period discriminator (~70 M
+    parameters, what ESPnet's HiFiGAN recipes train)."""
     from espnet2.gan_tts.hifigan import HiFiGANGenerator, HiFiGANMultiScaleMultiPeriodDiscriminator
     from espnet2.gan_tts.hifigan.loss import (DiscriminatorAdversarialLoss, FeatureMatchLoss,
                                               GeneratorAdversarialLoss, MelSpectrogramLoss)
