@@ -1,14 +1,16 @@
 #!/usr/bin/env python
-"""Seconds per training update of the two tiny TTS configs of egs/nvv_tts (CPU).
+"""Seconds per training update of the tiny TTS configs of egs/nvv_tts (CPU).
 
-Why the default is Tacotron2 + Griffin-Lim and not VITS: on 2 CPU cores the
-budget is ~10 minutes of training, so updates per second decide. Both models are
+Why the default is FastSpeech + Griffin-Lim and not VITS: on 2 CPU cores the
+budget is ~10 minutes of training, so updates per second decide. The models are
 built from their recipe configs and trained on the same random batch (batch
-size B, text length L tokens, audio T seconds), measured in the same run:
+size B, text length L tokens, audio T seconds), measured in the same run
+(FastSpeech with reduction factor 1 and 2, to show what r=2 buys):
 
     tools/venv/bin/python benchmarks/tts_update_time.py [--steps 3] [--batch 8]
 
-Prints s/update per model and the ratio VITS / Tacotron2 (and the load average,
+A HiFiGAN vocoder (small generator, ESPnet's default discriminators, 1 s segments) is timed too: the price of a neural vocoder
+trained in the same budget. Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
 since the machine may be shared).
 """
 
@@ -39,6 +41,70 @@ def tacotron2_step(conf, B, L, T, vocab):
         loss.backward()
         opt.step()
     return step, sum(p.numel() for p in model.parameters())
+
+
+def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None):
+    from espnet2.tts.fastspeech import FastSpeech
+
+    n_mels, hop = conf["feats_extract_conf"]["n_mels"], conf["feats_extract_conf"]["hop_length"]
+    tts_conf = dict(conf["tts_conf"])
+    if reduction_factor:
+        tts_conf["reduction_factor"] = reduction_factor
+    model = FastSpeech(idim=vocab, odim=n_mels, **tts_conf)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    r = model.reduction_factor
+    frames = int(T * 16000 / hop)
+    frames -= frames % r
+    text = torch.randint(1, vocab - 1, (B, L))
+    feats = torch.randn(B, frames, n_mels)
+    steps = frames // r
+    dur = torch.full((B, L + 1), steps // (L + 1))
+    dur[:, -1] += steps - dur.sum(1)
+
+    def step():
+        loss = model(text, torch.full((B,), L), feats, torch.full((B,), frames), dur,
+                     torch.full((B,), L + 1))[0]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def hifigan_step(conf, B, L, T, vocab):
+    """One GAN update (discriminator + generator) of an ESPnet HiFiGAN vocoder on 1 s
+    segments: a small generator (128 channels, a quarter of HiFiGAN V1, the VITS-mini
+    decoder size) with ESPnet's default multi-scale multi-period discriminator (~70 M
+    parameters, what ESPnet's HiFiGAN recipes train)."""
+    from espnet2.gan_tts.hifigan import HiFiGANGenerator, HiFiGANMultiScaleMultiPeriodDiscriminator
+    from espnet2.gan_tts.hifigan.loss import (DiscriminatorAdversarialLoss, FeatureMatchLoss,
+                                              GeneratorAdversarialLoss, MelSpectrogramLoss)
+
+    hop = conf["feats_extract_conf"]["hop_length"]
+    gen = HiFiGANGenerator(in_channels=80, channels=128, upsample_scales=[8, 8, 4],
+                           upsample_kernel_sizes=[16, 16, 8], resblock_kernel_sizes=[3, 7],
+                           resblock_dilations=[[1, 3], [1, 3]])
+    disc = HiFiGANMultiScaleMultiPeriodDiscriminator()
+    g_opt = torch.optim.AdamW(gen.parameters(), lr=2e-4)
+    d_opt = torch.optim.AdamW(disc.parameters(), lr=2e-4)
+    mel_loss = MelSpectrogramLoss(fs=16000, n_fft=1024, hop_length=hop, n_mels=80)
+    g_adv, d_adv, fm = GeneratorAdversarialLoss(), DiscriminatorAdversarialLoss(), FeatureMatchLoss()
+    frames = 16000 // hop
+    mel = torch.randn(B, 80, frames)
+    wav = torch.randn(B, 1, frames * hop) * 0.1
+
+    def step():
+        fake = gen(mel)
+        real_out, fake_out = disc(wav), disc(fake.detach())
+        loss_d = sum(d_adv(fake_out, real_out))
+        d_opt.zero_grad()
+        loss_d.backward()
+        d_opt.step()
+        fake_out, real_out = disc(fake), disc(wav)
+        loss_g = 45.0 * mel_loss(fake, wav) + g_adv(fake_out) + 2.0 * fm(fake_out, real_out)
+        g_opt.zero_grad()
+        loss_g.backward()
+        g_opt.step()
+    return step, sum(p.numel() for p in gen.parameters()) + sum(p.numel() for p in disc.parameters())
 
 
 def vits_step(conf, B, L, T, vocab):
@@ -77,7 +143,13 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     results = {}
-    for name, cfg, builder in (("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
+    import functools
+
+    for name, cfg, builder in (("fastspeech_mini", "train_fastspeech_mini.yaml", fastspeech_step),
+                               ("fastspeech_r1", "train_fastspeech_mini.yaml",
+                                functools.partial(fastspeech_step, reduction_factor=1)),
+                               ("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
+                               ("hifigan_small", "train_fastspeech_mini.yaml", hifigan_step),
                                ("vits_mini", "train_vits_mini.yaml", vits_step)):
         with open(os.path.join(RECIPE, cfg)) as f:
             conf = yaml.safe_load(f)
@@ -90,7 +162,7 @@ def main():
         results[name] = (time.perf_counter() - t0) / a.steps
         print(f"{name:16s} {n_params / 1e6:6.2f} M params  {results[name]:7.2f} s/update "
               f"(batch {a.batch}, {a.tokens} tokens, {a.seconds} s audio, {torch.get_num_threads()} threads)")
-    print(f"ratio vits_mini / tacotron2_mini: {results['vits_mini'] / results['tacotron2_mini']:.1f}x "
+    print(f"ratio vits_mini / fastspeech_mini: {results['vits_mini'] / results['fastspeech_mini']:.1f}x "
           f"(load average {os.getloadavg()[0]:.1f})")
 
 

@@ -6,7 +6,8 @@
 #   0 corpus         mini nvv corpus (chorus-synth) or a real corpus (chorus-prep, db.sh)
 #   1 data prep      data/<set>: copy + check tagged transcripts (tags known, text non-empty)
 #   2 format/dump    dump/raw/<set>: front-end tokens (tags atomic), wav.scp, utt2sid/spk_embed
-#   3 tokens         token list (train tokens + every challenge tag)
+#   3 tokens         token list (train tokens + every challenge tag); duration models (FastSpeech):
+#                    token durations by forced alignment (pyutils/tts/align.py, NVV spans pinned)
 #   4 stats          ESPnet --collect_stats (feature/shape statistics)
 #   5 train          espnet2.bin.{gan_tts,tts}_train
 #   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl)
@@ -85,8 +86,8 @@ fi
 
 # ---------------------------------------------------------------- presets
 case "${preset}" in
-  ci)      synth_preset=ci;      _cfg=conf/train_tacotron2_ci.yaml;   _nv=10; _nt=8 ;;
-  default) synth_preset=default; _cfg=conf/train_tacotron2_mini.yaml; _nv=30; _nt=36 ;;
+  ci)      synth_preset=ci;      _cfg=conf/train_fastspeech_ci.yaml;   _nv=10; _nt=8 ;;
+  default) synth_preset=default; _cfg=conf/train_fastspeech_mini.yaml; _nv=30; _nt=36 ;;
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 1 ;;
 esac
@@ -121,6 +122,14 @@ _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
 : "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
+# duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
+# their front-end adds pause slots ('|' at the start and around tags) that take the silences
+_dur_model=false
+case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in
+  fastspeech|fastspeech2) _dur_model=true ;;
+esac
+_fe_opts=""; ${_dur_model} && _fe_opts="--pauses"
+_align_dir=${exp_dir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
 token_list_dir=${dump_dir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
 python=python3
@@ -214,7 +223,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     fi
     awk '{l[$2]=l[$2]" "$1} END{for(s in l) print s l[s]}' "${_dst}/utt2spk" | LC_ALL=C sort > "${_dst}/spk2utt"
     ${train_cmd} "${_dst}/log/frontend.log" \
-      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" \
+      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} \
         "${_dst}/text.tagged" "${_dst}/text"
     if [ -f "${_dst}/wav.scp" ]; then
       ${train_cmd} "${_dst}/log/check_audio.log" \
@@ -239,6 +248,15 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   mkdir -p "${token_list_dir}"
   ${python} -m pyutils.tts.tokens "${dump_dir}/raw/${train_set}/text" "${token_list}"
   log "stage 3: $(wc -l < "${token_list}") tokens (all 16 challenge tags included)"
+  if ${_dur_model}; then
+    # durations (frames per token + <eos>) for FastSpeech: HMM forced alignment trained on the
+    # training set; the mini corpus's exact NVV times (events.jsonl) pin each tag's span
+    log "stage 3: forced alignment -> ${dump_dir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
+    ${train_cmd} "${_align_dir}/log/align.log" \
+      ${python} -m pyutils.tts.align --config "${tts_config}" --train "${dump_dir}/raw/${train_set}" \
+        --align "${dump_dir}/raw/${train_set}" --align "${dump_dir}/raw/${valid_set}" --out-dir "${_align_dir}"
+    grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
+  fi
 fi
 
 # Data arguments shared by stats, training and the shape files.
@@ -247,6 +265,7 @@ _data_opts() {  # $1 = train|valid, $2 = set
   o+="--${1}_data_path_and_name_and_type ${d}/text,text,text "
   o+="--${1}_data_path_and_name_and_type ${d}/wav.scp,speech,sound "
   ${use_sid} && o+="--${1}_data_path_and_name_and_type ${d}/utt2sid,sids,text_int "
+  ${_dur_model} && o+="--${1}_data_path_and_name_and_type ${d}/durations,durations,text_int "
   ${use_spk_embed} && o+="--${1}_data_path_and_name_and_type ${d}/spk_embed.scp,spembs,kaldi_ark "
   echo "${o}"
 }
@@ -325,7 +344,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     rm -rf "${_d}"; mkdir -p "${_d}"
     ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}"
     mv "${_d}/text" "${_d}/text.tagged"
-    ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" "${_d}/text.tagged" "${_d}/text"
+    ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
+    # a token the model never saw (ESPnet would read it as <unk>) or a text of pauses only: named, nothing synthesised
+    ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
     ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
     if ${use_spk_embed}; then
       echo "$0: --infer_jsonl with --use_spk_embed needs ${_d}/spk_embed.scp: not supported yet" >&2; exit 1
@@ -346,6 +367,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     ${use_sid} && _in+=" --data_path_and_name_and_type ${_data}/utt2sid,sids,text_int"
     ${use_spk_embed} && _in+=" --data_path_and_name_and_type ${_data}/spk_embed.scp,spembs,kaldi_ark"
     log "stage 6: ${s}: ${_n} utterances, log: ${_logdir}/tts_inference.*.log"
+    if ! ${python} -m pyutils.tts.tokens "${_data}/text" --check "${token_list}" 2> "${_logdir}/inventory.log"; then
+      log "stage 6: warning: ${s}: $(wc -l < "${_logdir}/inventory.log") utterances with tokens outside the inventory (synthesised with <unk>): ${_logdir}/inventory.log"
+    fi
     # shellcheck disable=SC2086
     ${_cmd} --gpu "${_ngpu}" JOB=1:"${_nj}" "${_logdir}/tts_inference.JOB.log" \
       ${python} -m espnet2.bin.tts_inference --ngpu "${_ngpu}" ${_in} \
@@ -413,7 +437,9 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     _eval_dirs+=" ${s}=${_edir}"
   done
   # shellcheck disable=SC2086
-  ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" \
+  _rep_opts=""
+  ${_dur_model} && _rep_opts="--align-stats ${_align_dir}/align_stats.json"
+  ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_opts} \
     --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
   if ${copy_results} && [ "${preset}" = default ]; then

@@ -79,3 +79,17 @@ def test_token_list_has_all_tags(tmp_path):
         assert tag_to_token(tag) in toks
     assert len(toks) == len(set(toks))
     assert toks.index("h") < toks.index("i")  # by frequency
+
+
+def test_token_inventory_check_names_utterance(tmp_path):
+    from pyutils.tts.tokens import main as tokens_main
+
+    (tmp_path / "tokens.txt").write_text("<blank>\n<unk>\na\nb\n|\n.\n<sos/eos>\n")
+    (tmp_path / "ok").write_text("u1 | a b .\n")
+    (tmp_path / "bad").write_text("u1 a b\nu2 a ʒ\nu3 | .\n")
+    assert tokens_main([str(tmp_path / "ok"), "--check", str(tmp_path / "tokens.txt")]) == 0
+    from pyutils.tts.tokens import check_inventory
+
+    probs = check_inventory(str(tmp_path / "bad"), str(tmp_path / "tokens.txt"))
+    assert len(probs) == 2 and ":2: u2:" in probs[0] and "ʒ" in probs[0] and ":3: u3: nothing to say" in probs[1]
+    assert tokens_main([str(tmp_path / "bad"), "--check", str(tmp_path / "tokens.txt")]) == 2

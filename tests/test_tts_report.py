@@ -38,6 +38,18 @@ def test_report_lines(tmp_path):
     assert "| laugh | 2 | 1 | 50.0 % | 1 (100.0 %) | 50.0 % |" in text
     assert "| CER | 80.0 % | 5.0 % |" in text
     assert "not measured (no NVV-ASR model)" in text
+    assert "finds 1 of the 2 requested tags in the synthesis (recall 50.0 %" in text
+
+
+def test_report_alignment_line(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "metrics.json").write_text(json.dumps(_metrics(True)))
+    st = {"iters": 6, "states": 2, "loglik_per_frame": [-9.0, -5.31], "seconds": 10.0,
+          "sets": {"dump/raw/train_en": {"utts": 1500, "pinned": 1272, "one_state": 1, "proportional": 0}}}
+    (tmp_path / "a.json").write_text(json.dumps(st))
+    text = render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))], str(tmp_path / "a.json"))
+    assert "6 Viterbi rounds" in text and "train_en: 1500 utts, NVV spans pinned in 1272, fallbacks 1" in text
+    assert "durations:" not in render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))])
 
 
 def test_speaker_metrics_reference_points():

@@ -206,16 +206,42 @@ def frontends_of(lang: str) -> Dict[str, Callable[[], G2P]]:
     return {"phn": lambda: EspeakG2P(voice), "char": CharG2P}
 
 
-class Frontend:
-    """Tagged text -> token list for one language and token type."""
+def add_pause_tokens(toks: List[str]) -> List[str]:
+    """Pause slots for duration models: a ``|`` at the start and on both sides of every tag.
 
-    def __init__(self, lang: str, token_type: str = "phn"):
+    A duration model (FastSpeech) must give every audio frame to some token; the
+    silence before the first word and the short gaps around a non-verbal sound then
+    belong to these ``|`` tokens (which the aligner may also give no frame), not to
+    the neighbouring phone or tag. Punctuation already is such a slot; the final
+    silence goes to the ``<eos>`` that ESPnet appends.
+    """
+    pause = PUNCT_TOKENS | {WORD_SEP}
+    out: List[str] = [WORD_SEP]
+    for i, t in enumerate(toks):
+        is_tag = t.startswith("[") and t.endswith("]")
+        if is_tag and out[-1] not in pause:
+            out.append(WORD_SEP)
+        if t == WORD_SEP and out[-1] == WORD_SEP:
+            continue
+        out.append(t)
+        if is_tag and i + 1 < len(toks) and toks[i + 1] not in pause:
+            out.append(WORD_SEP)
+    return out
+
+
+class Frontend:
+    """Tagged text -> token list for one language and token type.
+
+    ``pauses=True`` adds the pause slots of :func:`add_pause_tokens` (duration models).
+    """
+
+    def __init__(self, lang: str, token_type: str = "phn", pauses: bool = False):
         have = frontends_of(lang)
         if token_type not in have:
             raise FrontendError(f"token type {token_type!r} not available for {lang!r} "
                                 f"(have: {', '.join(have)}"
                                 + ("; phn needs an espeak-ng voice for it" if "phn" not in have else "") + ")")
-        self.lang, self.token_type = lang, token_type
+        self.lang, self.token_type, self.pauses = lang, token_type, pauses
         self.g2p = have[token_type]()
 
     def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
@@ -249,14 +275,15 @@ class Frontend:
                     toks.extend(piece)
                 else:
                     toks.append(value)
-            result.append(toks)
+            result.append(add_pause_tokens(toks) if self.pauses and toks else toks)
         return result
 
     def tokenize(self, text: str) -> List[str]:
         return self.tokenize_many([text])[0]
 
 
-def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str) -> int:
+def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
+                       pauses: bool = False) -> int:
     """Kaldi ``text`` (tagged) -> Kaldi ``text`` of space-separated tokens.
 
     Errors name ``file:line``; the output is written to a temp file and renamed.
@@ -278,7 +305,7 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str) 
                 raise FrontendError(f"{in_path}:{lineno}: {parts[0]}: {e}") from None
             ids.append(parts[0])
             texts.append(parts[1])
-    fe = Frontend(lang, token_type)
+    fe = Frontend(lang, token_type, pauses=pauses)
     tokens = fe.tokenize_many(texts)
     tmp = out_path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -295,11 +322,13 @@ def main(argv=None) -> int:
                                 "(tags stay atomic tokens).")
     p.add_argument("--lang", required=True, help=f"{', '.join(sorted(FRONTENDS))} or any language espeak-ng speaks")
     p.add_argument("--token-type", default="phn")
+    p.add_argument("--pauses", action="store_true",
+                   help="pause slots for duration models: '|' at the start and around every tag")
     p.add_argument("input", help="Kaldi text: <utt_id> <tagged text>")
     p.add_argument("output", help="Kaldi text: <utt_id> <tok> <tok> ...")
     a = p.parse_args(argv)
     try:
-        n = tokenize_text_file(a.input, a.output, a.lang, a.token_type)
+        n = tokenize_text_file(a.input, a.output, a.lang, a.token_type, pauses=a.pauses)
     except FrontendError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

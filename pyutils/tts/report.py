@@ -59,6 +59,13 @@ def _verdict(m: dict) -> List[str]:
         ps, pr = a_s["summary"]["PCER"], a_r["summary"]["PCER"]
         out.append(f"- intelligibility: the NVV-ASR makes {_f(cs, True)} character errors on the synthesis "
                    f"vs {_f(cr, True)} on real speech; tag-sequence error (PCER) {_f(ps, True)} vs {_f(pr, True)}.")
+        req = sum(r["requested"] for r in a_s["per_tag"].values())
+        found = sum(r["found"] for r in a_s["per_tag"].values())
+        req_r = sum(r["requested"] for r in a_r["per_tag"].values())
+        found_r = sum(r["found"] for r in a_r["per_tag"].values())
+        out.append(f"- NVV realisation: the NVV-ASR finds {found} of the {req} requested tags in the synthesis "
+                   f"(recall {_f(found / req if req else None, True)}; real recordings "
+                   f"{_f(found_r / req_r if req_r else None, True)}).")
     elif not a_s:
         out.append("- intelligibility / tag realisation: not measured (no NVV-ASR model).")
     sp = m["speaker"]
@@ -71,7 +78,24 @@ def _verdict(m: dict) -> List[str]:
     return out
 
 
-def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> str:
+def _align_summary(path: str) -> List[str]:
+    """One line on the forced alignment that gave a duration model its durations."""
+    if not path or not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        st = json.load(f)
+    parts = []
+    for d, c in (st.get("sets") or {}).items():
+        fb = c.get("one_state", 0) + c.get("proportional", 0)
+        parts.append(f"{os.path.basename(d.rstrip('/'))}: {c.get('utts')} utts, NVV spans pinned in "
+                     f"{c.get('pinned')}, fallbacks {fb}")
+    ll = st.get("loglik_per_frame") or []
+    return [f"- durations: HMM forced alignment (`pyutils/tts/align.py`, {st.get('iters')} Viterbi rounds, "
+            f"{st.get('states')} states per phone/tag, final log-likelihood/frame {ll[-1] if ll else float('nan'):.2f}, "
+            f"{st.get('seconds')} s; " + "; ".join(parts) + ")"]
+
+
+def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "") -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
         load = os.getloadavg()
@@ -83,6 +107,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple]) -> 
            f"- written {now} on `{socket.gethostname()}` with {os.cpu_count()} CPU cores, "
            f"load average (1/5/15 min) {load_s}"]
     out += _train_summary(exp)
+    out += _align_summary(align_stats)
     out += ["- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder", ""]
     for name, edir in sets:
         path = os.path.join(edir, "metrics.json")
@@ -170,10 +195,11 @@ def main(argv=None) -> int:
     p.add_argument("--lang", required=True)
     p.add_argument("--preset", default="default")
     p.add_argument("--out", required=True)
+    p.add_argument("--align-stats", default="", help="align_stats.json of the forced alignment (duration models)")
     p.add_argument("sets", nargs="+", help="NAME=EVAL_DIR (holding metrics.json)")
     a = p.parse_args(argv)
     sets = [tuple(s.split("=", 1)) for s in a.sets]
-    text = render(a.exp, a.config, a.lang, a.preset, sets)
+    text = render(a.exp, a.config, a.lang, a.preset, sets, a.align_stats)
     with open(a.out + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(a.out + ".tmp", a.out)

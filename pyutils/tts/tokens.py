@@ -24,11 +24,46 @@ def build_token_list(token_lines: Iterable[str]) -> List[str]:
     return ["<blank>", "<unk>"] + [t for t in ordered if t not in ("<blank>", "<unk>", "<sos/eos>")] + ["<sos/eos>"]
 
 
+def check_inventory(token_text: str, token_list: str) -> List[str]:
+    """Problems of a token text against the model's inventory, one ``file: utt: message`` each.
+
+    A token outside the list would silently become ``<unk>`` inside ESPnet, and an
+    utterance made only of pauses (``|`` / punctuation) would give an empty-sounding
+    WAV: both are reported by utterance id instead.
+    """
+    with open(token_list, encoding="utf-8") as f:
+        known = {t.strip() for t in f if t.strip()}
+    pauses = set(PUNCT_TOKENS) | {WORD_SEP}
+    problems = []
+    with open(token_text, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            uid, toks = parts[0], parts[1:]
+            unknown = sorted({t for t in toks if t not in known})
+            if unknown:
+                problems.append(f"{token_text}:{lineno}: {uid}: tokens outside the model's inventory "
+                                f"({len(known)} tokens): {' '.join(unknown)}")
+            elif not [t for t in toks if t not in pauses]:
+                problems.append(f"{token_text}:{lineno}: {uid}: nothing to say (only pauses/punctuation)")
+    return problems
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("token_text", help="Kaldi text of space-separated tokens (stage 2 output)")
-    p.add_argument("out", help="token list, one token per line")
+    p.add_argument("out", nargs="?", help="token list, one token per line")
+    p.add_argument("--check", metavar="TOKEN_LIST",
+                   help="instead of writing a list: check token_text against this list; exit 2 on problems")
     a = p.parse_args(argv)
+    if a.check:
+        problems = check_inventory(a.token_text, a.check)
+        for msg in problems:
+            print(f"error: {msg}", file=sys.stderr)
+        return 2 if problems else 0
+    if not a.out:
+        p.error("the output token list is required (or use --check)")
     with open(a.token_text, encoding="utf-8") as f:
         toks = build_token_list(f)
     with open(a.out + ".tmp", "w", encoding="utf-8") as f:
