@@ -191,8 +191,11 @@ class _ReferenceTable:
         except ScoringError as exc:
             raise exc.located(path, line)
         vocab = self.vocab
-        code = vocab.setdefault
-        self.lexical.extend([code(t, len(vocab)) for t in parsed.lexical])
+        codes = list(map(vocab.get, parsed.lexical))  # None for a unit not seen before (rare after a while)
+        if None in codes:
+            add = vocab.setdefault
+            codes = [add(t, len(vocab)) for t in parsed.lexical]
+        self.lexical.extend(codes)
         self.lexical_starts.append(len(self.lexical))
         if parsed.events:
             nt, tag_code = self.n_tags, self.tag_code
@@ -217,12 +220,9 @@ class _ReferenceTable:
                     self.rank[row] = r
                     r += 1
 
-    def parsed(self, row: int) -> Parsed:
-        """Row ``row`` as a :class:`Parsed` of codes (events carry tag names)."""
-        lexical = self.lexical[self.lexical_starts[row]:self.lexical_starts[row + 1]].tolist()
-        a, b = self.event_starts[row], self.event_starts[row + 1]
-        if a == b:
-            return tuple.__new__(Parsed, (lexical, lexical, ()))
+    def decode_events(self, lexical: List[int], a: int, b: int) -> Parsed:
+        """An utterance as a :class:`Parsed` of codes (events carry tag names) from its
+        lexical codes and its packed events ``self.events[a:b]``."""
         tagged = lexical[:]
         events = []
         new = tuple.__new__
@@ -232,14 +232,6 @@ class _ReferenceTable:
             tagged.insert(position + k, tag)  # the k tags before it sit left of it
             events.append(new(Event, (position, k, tags[tag])))
         return new(Parsed, (lexical, tagged, tuple(events)))
-
-    def encode(self, parsed: Parsed) -> Parsed:
-        """A parsed submission as codes of this reference (unknown tokens: UNKNOWN_CODE)."""
-        code = self.vocab.__getitem__
-        lexical = list(map(code, parsed.lexical))
-        if not parsed.events:
-            return tuple.__new__(Parsed, (lexical, lexical, ()))
-        return tuple.__new__(Parsed, (lexical, list(map(code, parsed.tagged)), parsed.events))
 
     def words(self) -> List[str]:
         """code -> token string (for reports)."""
@@ -491,19 +483,30 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
         report.start(table)
 
     index, rank, langs = table.index, table.rank, table.langs
+    by_code = [accs.get(lang) for lang in LANGUAGES]     # LANGUAGES index -> accumulator
+    first_by_code = [first_rank[lang] for lang in LANGUAGES]
+    # the reference table's arrays and the vocabulary, bound once (this loop runs per utterance)
+    lexical, lexical_starts = table.lexical, table.lexical_starts
+    event_starts, decode_events = table.event_starts, table.decode_events
+    code = table.vocab.__getitem__
     hyp_lines = array("Q", [0]) * n           # row -> submission line (0: not seen yet)
     n_seen = 0
     unknown: Dict[str, int] = {}              # submission ids not in the reference -> line
     tag_error: Optional[ScoringError] = None  # the submission tag error first in scoring order so far
     tag_error_rank = n
+    new = tuple.__new__
     for line, obj in hyp_rows:
         if row_error is not None:
             continue  # read on: an INVALID_JSON / INVALID_ENCODING further down comes first
-        try:
-            utt_id, text = _check_submission_row(obj, hyp_path, line)
-        except ScoringError as exc:
-            row_error = exc
-            continue
+        utt_id, text = obj.get("utt_id"), obj.get("text_with_nvvs")
+        if type(utt_id) is str and type(text) is str and utt_id.strip():
+            utt_id = utt_id.strip()  # the checks of _check_submission_row, inlined for speed
+        else:
+            try:
+                utt_id, text = _check_submission_row(obj, hyp_path, line)
+            except ScoringError as exc:
+                row_error = exc
+                continue
         row = index.get(utt_id)
         if row is None:
             first = unknown.get(utt_id)
@@ -521,19 +524,27 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
         r = rank[row]
         if r > tag_error_rank:
             continue
-        lang = LANGUAGES[langs[row]]
+        lang_code = langs[row]
         try:
-            parsed = parse_tagged(text, lang)
+            parsed = parse_tagged(text, LANGUAGES[lang_code])
         except ScoringError as exc:
             tag_error, tag_error_rank = exc.located(hyp_path, line), r
             continue
         if tag_error is not None:
             continue  # the run fails; scores are not needed any more
-        ref = table.parsed(row)
-        k = r - first_rank[lang]
-        details = accs[lang].add(k, ref, table.encode(parsed))
+        # the reference utterance as codes
+        ref_lex = lexical[lexical_starts[row]:lexical_starts[row + 1]].tolist()
+        a, b = event_starts[row], event_starts[row + 1]
+        ref = new(Parsed, (ref_lex, ref_lex, ())) if a == b else decode_events(ref_lex, a, b)
+        # the submission as codes of the reference (unknown tokens: UNKNOWN_CODE)
+        hyp_lex = list(map(code, parsed.lexical))
+        if parsed.events:
+            hyp = new(Parsed, (hyp_lex, list(map(code, parsed.tagged)), parsed.events))
+        else:
+            hyp = new(Parsed, (hyp_lex, hyp_lex, ()))
+        details = by_code[lang_code].add(r - first_by_code[lang_code], ref, hyp)
         if report is not None:
-            report.put(r, utt_id, lang, ref, parsed, *details)
+            report.put(r, utt_id, LANGUAGES[lang_code], ref, parsed, *details)
     if row_error is not None:
         raise row_error
     first_missing = min((u for u, i in index.items() if not hyp_lines[i]), default=None) if n_seen < n else None
