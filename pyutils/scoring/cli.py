@@ -18,6 +18,7 @@ Exit status: 0 ok, 2 invalid input (one line on stderr: ``file:line: CODE: messa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import List, Optional
 
@@ -96,7 +97,7 @@ def _emit(lines: List[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pyutils.scoring.io import atomic_write_json, atomic_write_text, check_not_input
+    from pyutils.scoring.io import atomic_write_json, check_not_input
 
     cmd = args.command
     inputs = [(f"--{k.replace('_', '-')}", getattr(args, k, None))
@@ -106,10 +107,14 @@ def _run(args: argparse.Namespace) -> int:
         inputs.append((f"--{opt.replace('_', '-')}", getattr(args, opt, None)))
     if cmd == "track1":
         from pyutils.scoring import track1
-        result = track1.score_track1_files(args.ref, args.hyp, keep_details=bool(args.per_utt_report))
-        atomic_write_json(args.output_json, track1.public_result(result))
-        if args.per_utt_report:
-            atomic_write_text(args.per_utt_report, track1.per_utt_report(result))
+        # Streamed: the reference is kept compactly, the submission is scored
+        # row by row; outputs are written only once every row has been checked.
+        with contextlib.ExitStack() as stack:
+            report = stack.enter_context(track1.PerUttReport(args.per_utt_report)) if args.per_utt_report else None
+            result = track1.score_track1_files(args.ref, args.hyp, report=report)
+            atomic_write_json(args.output_json, track1.public_result(result))
+            if report is not None:
+                report.commit()
         _emit(track1.summary_lines(result) + [f"results: {args.output_json}"])
         return 0
     if cmd == "sqa":

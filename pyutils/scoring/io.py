@@ -1,4 +1,4 @@
-"""Readers for JSONL / Kaldi ``text`` files and an atomic JSON writer.
+"""Readers for JSONL / Kaldi ``text`` files, atomic writers and an on-disk spool.
 
 The JSONL reader follows the official Track 1 evaluator: lines are split the
 way Python's text mode splits them (``\\n``, ``\\r\\n``, ``\\r``), each line is
@@ -11,7 +11,8 @@ import json
 import os
 import stat
 import tempfile
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from array import array
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from pyutils.scoring.errors import ScoringError
 
@@ -68,33 +69,41 @@ def iter_lines(path: str, *, bom: str = "error") -> Iterator[Tuple[int, str]]:
                                f"cannot read file ({exc.strerror or type(exc).__name__})", path) from None
 
 
-def read_jsonl(path: str, *, allow_empty: bool = False) -> List[Tuple[int, Dict[str, Any]]]:
-    """Return ``[(line_no, object), ...]`` (1-based line numbers).
+def iter_jsonl(path: str, *, allow_empty: bool = False) -> Iterator[Tuple[int, Dict[str, Any]]]:
+    """Yield ``(line_no, object)`` one line at a time (1-based line numbers).
 
-    Codes: INPUT_FILE_READ_ERROR, INVALID_ENCODING, INVALID_JSON,
+    Nothing but the current line is held, so a scorer can stream a file of
+    any size. Codes (raised when the offending line is reached):
+    INPUT_FILE_READ_ERROR, INVALID_ENCODING, INVALID_JSON,
     INVALID_JSONL_RECORD (a line that is valid JSON but not an object),
-    EMPTY_JSONL (no records at all).
+    EMPTY_JSONL (no records at all, raised at the end of the file).
     """
-    records: List[Tuple[int, Dict[str, Any]]] = []
+    seen = False
+    loads = json.loads
     for line_no, raw in iter_lines(path):
         line = raw.strip()
         if not line:
             continue
         try:
-            value = json.loads(line)
+            value = loads(line)
         except json.JSONDecodeError as exc:
             raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg} (column {exc.colno})",
                                path, line_no) from None
         except RecursionError:
             raise ScoringError("INVALID_JSON", "invalid JSON: nested too deeply", path, line_no) from None
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             raise ScoringError("INVALID_JSONL_RECORD",
                                f"each line must be a JSON object, got {type(value).__name__}",
                                path, line_no)
-        records.append((line_no, value))
-    if not records and not allow_empty:
+        seen = True
+        yield line_no, value
+    if not seen and not allow_empty:
         raise ScoringError("EMPTY_JSONL", "file contains no JSONL records", path)
-    return records
+
+
+def read_jsonl(path: str, *, allow_empty: bool = False) -> List[Tuple[int, Dict[str, Any]]]:
+    """Return ``[(line_no, object), ...]``: :func:`iter_jsonl` as a list (same codes)."""
+    return list(iter_jsonl(path, allow_empty=allow_empty))
 
 
 def read_kaldi_text(path: str) -> List[Tuple[int, str, str]]:
@@ -129,17 +138,26 @@ def check_id_sets(ref_ids, hyp_ids, hyp_path: Optional[str], what: str = "utt_id
     UNKNOWN_SAMPLES, ID_SET_MISMATCH (both).
     """
     ref_set, hyp_set = set(ref_ids), set(hyp_ids)
-    missing = sorted(ref_set - hyp_set)
-    extra = sorted(hyp_set - ref_set)
-    if not missing and not extra:
-        return
+    missing = ref_set - hyp_set
+    extra = hyp_set - ref_set
+    error = id_set_error(len(missing), min(missing, default=None), len(extra), min(extra, default=None),
+                         hyp_path, what)
+    if error:
+        raise error
+
+
+def id_set_error(n_missing: int, first_missing: Optional[str], n_extra: int, first_extra: Optional[str],
+                 hyp_path: Optional[str], what: str = "utt_id") -> Optional[ScoringError]:
+    """The error of :func:`check_id_sets` from counts and the smallest id of each kind (None when both are 0)."""
+    if not n_missing and not n_extra:
+        return None
     details = []
-    if missing:
-        details.append(f"{len(missing)} reference {what}(s) missing (first: {missing[0]!r})")
-    if extra:
-        details.append(f"{len(extra)} unknown {what}(s) (first: {extra[0]!r})")
-    code = "ID_SET_MISMATCH" if missing and extra else ("MISSING_SAMPLES" if missing else "UNKNOWN_SAMPLES")
-    raise ScoringError(code, "; ".join(details), hyp_path)
+    if n_missing:
+        details.append(f"{n_missing} reference {what}(s) missing (first: {first_missing!r})")
+    if n_extra:
+        details.append(f"{n_extra} unknown {what}(s) (first: {first_extra!r})")
+    code = "ID_SET_MISMATCH" if n_missing and n_extra else ("MISSING_SAMPLES" if n_missing else "UNKNOWN_SAMPLES")
+    return ScoringError(code, "; ".join(details), hyp_path)
 
 
 def current_umask() -> int:
@@ -179,14 +197,25 @@ def atomic_write_text(path: str, text: str) -> None:
 
     Code OUTPUT_WRITE_ERROR when the folder or file cannot be written.
     """
+    atomic_write_chunks(path, (text.encode("utf-8"),))
+
+
+def atomic_write_chunks(path: str, chunks: Iterable[bytes]) -> None:
+    """Write the byte ``chunks`` (an iterable, consumed lazily) like :func:`atomic_write_text`.
+
+    Nothing appears at ``path`` unless every chunk was written; an error
+    raised by the iterable itself (a ScoringError, say) removes the temp file
+    and propagates unchanged.
+    """
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
         os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; outputs follow the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
         os.replace(tmp, path)
     except OSError as exc:
         if tmp and os.path.exists(tmp):
@@ -197,6 +226,69 @@ def atomic_write_text(path: str, text: str) -> None:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+class OrderedSpool:
+    """Text pieces numbered 0..n-1 that arrive in any order, kept on disk.
+
+    For an output whose order differs from the order its pieces are made in
+    (a per-utterance report in scoring order, built while a submission is
+    streamed in file order): each piece is appended to an anonymous temp
+    file and only its offset and size stay in memory (16 bytes a piece);
+    :meth:`write_to` then writes them in number order, atomically. The temp
+    file lives in the output's folder (or its nearest existing parent: the
+    folder itself is only made when the output is written), never in /tmp,
+    which may be memory-backed. Use as a context manager; it closes (and the
+    system deletes) the temp file.
+    """
+
+    def __init__(self, n: int, output_path: str) -> None:
+        self.output_path = output_path
+        folder = os.path.dirname(os.path.abspath(output_path))
+        while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+            folder = os.path.dirname(folder)
+        try:
+            self._file = tempfile.TemporaryFile(prefix=".spool.", dir=folder)
+        except OSError as exc:
+            raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write ({exc.strerror or type(exc).__name__})",
+                               output_path) from None
+        self._offset = array("q", [-1]) * n
+        self._size = array("q", [0]) * n
+        self._end = 0
+
+    def put(self, k: int, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write a temp file next to it "
+                               f"({exc.strerror or type(exc).__name__})", self.output_path) from None
+        self._offset[k] = self._end
+        self._size[k] = len(data)
+        self._end += len(data)
+
+    def _pieces(self, head: bytes) -> Iterator[bytes]:
+        yield head
+        f = self._file
+        f.flush()
+        for k, (offset, size) in enumerate(zip(self._offset, self._size)):
+            if offset < 0:
+                raise AssertionError(f"spool piece {k} was never written")
+            f.seek(offset)
+            yield f.read(size)
+
+    def write_to(self, head: str = "") -> None:
+        """Write ``head`` then every piece in number order to the output path (atomically)."""
+        atomic_write_chunks(self.output_path, self._pieces(head.encode("utf-8")))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "OrderedSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def atomic_write_json(path: str, payload: Any) -> None:

@@ -40,19 +40,34 @@ Decisions (where the brief or protocol leaves room; documented for users):
   cells (reference tag row, predicted tag column); still unpaired references
   go to column ``<none>`` (missed) and predictions to row ``<none>``
   (inserted). Row sums = reference counts, column sums = predicted counts.
+
+Streaming (memory): the reference is validated row by row and kept as
+integer codes only (:class:`_ReferenceTable`, ~0.3 KB an utterance); the
+submission is then read one row at a time and each utterance is scored at
+once into running sums, in the submission's own order. What depends on order
+does not change: mNTD values are kept by scoring position (8 bytes each) and
+summed in scoring order, the per-utterance report goes through an on-disk
+spool and is written in scoring order, and errors are the ones (and in the
+order) listed above -- a problem met later in a file that an all-in-memory
+reading would have reported first still wins (a row error is remembered
+while the rest of the file is checked for JSON/encoding errors; a tag error
+waits until the id sets are known to match). Outputs are written (atomically)
+only after the last row.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import operator
+from array import array
 from collections import Counter
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from pyutils.scoring import align
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
+from pyutils.scoring.io import OrderedSpool, id_set_error, iter_jsonl, require_field
 from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged
 from pyutils.tags import challenge_tags
 
@@ -64,23 +79,40 @@ NONE_TAG = "<none>"
 
 
 # --------------------------------------------------------------------------- loading
+def _check_reference_row(obj: Mapping[str, Any], path: Optional[str], line: int) -> Tuple[str, str, str]:
+    """Fields and language of one reference row -> (utt_id, language, text)."""
+    utt_id, lang_raw, text = obj.get("utt_id"), obj.get("language"), obj.get("text_with_nvvs")
+    if type(utt_id) is not str or type(lang_raw) is not str or type(text) is not str or not utt_id.strip():
+        # slow path only to name the problem
+        require_field(obj, "utt_id", path, line, nonempty=True)
+        require_field(obj, "language", path, line)
+        text = require_field(obj, "text_with_nvvs", path, line)
+    lang = lang_raw.strip().lower()
+    if lang not in LANGUAGES:
+        raise ScoringError("INVALID_LANGUAGE", f"language must be 'en' or 'zh', got {lang_raw!r}", path, line)
+    return utt_id.strip(), lang, text
+
+
+def _check_submission_row(obj: Mapping[str, Any], path: Optional[str], line: int) -> Tuple[str, str]:
+    """Fields of one submission row -> (utt_id, text)."""
+    utt_id, text = obj.get("utt_id"), obj.get("text_with_nvvs")
+    if type(utt_id) is not str or type(text) is not str or not utt_id.strip():
+        require_field(obj, "utt_id", path, line, nonempty=True)
+        text = require_field(obj, "text_with_nvvs", path, line)
+    return utt_id.strip(), text
+
+
+def _duplicate(utt_id: str, first_line: int, path: Optional[str], line: int) -> ScoringError:
+    return ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {first_line})", path, line)
+
+
 def load_reference_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Optional[str]):
-    """Validate reference rows -> {utt_id: (language, text, line, Parsed)}."""
+    """Validate reference rows -> {utt_id: (language, text, line, Parsed)} (all in memory; for validators)."""
     out: Dict[str, Tuple[str, str, int, Parsed]] = {}
     for line, obj in rows:
-        utt_id, lang_raw, text = obj.get("utt_id"), obj.get("language"), obj.get("text_with_nvvs")
-        if type(utt_id) is not str or type(lang_raw) is not str or type(text) is not str or not utt_id.strip():
-            # slow path only to name the problem
-            require_field(obj, "utt_id", path, line, nonempty=True)
-            require_field(obj, "language", path, line)
-            text = require_field(obj, "text_with_nvvs", path, line)
-        utt_id = utt_id.strip()
-        lang = lang_raw.strip().lower()
-        if lang not in LANGUAGES:
-            raise ScoringError("INVALID_LANGUAGE", f"language must be 'en' or 'zh', got {lang_raw!r}", path, line)
+        utt_id, lang, text = _check_reference_row(obj, path, line)
         if utt_id in out:
-            raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {out[utt_id][2]})",
-                               path, line)
+            raise _duplicate(utt_id, out[utt_id][2], path, line)
         try:
             parsed = parse_tagged(text, lang)
         except ScoringError as exc:
@@ -93,23 +125,117 @@ def load_submission_rows(rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Op
     """Validate submission rows (fields, duplicates) -> {utt_id: (text, line)}."""
     out: Dict[str, Tuple[str, int]] = {}
     for line, obj in rows:
-        utt_id, text = obj.get("utt_id"), obj.get("text_with_nvvs")
-        if type(utt_id) is not str or type(text) is not str or not utt_id.strip():
-            require_field(obj, "utt_id", path, line, nonempty=True)
-            text = require_field(obj, "text_with_nvvs", path, line)
-        utt_id = utt_id.strip()
+        utt_id, text = _check_submission_row(obj, path, line)
         if utt_id in out:
-            raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt_id!r} (first on line {out[utt_id][1]})",
-                               path, line)
+            raise _duplicate(utt_id, out[utt_id][1], path, line)
         out[utt_id] = (text, line)
     return out
 
 
-def _numbered(rows) -> List[Tuple[int, Mapping[str, Any]]]:
-    rows = list(rows)
-    if rows and isinstance(rows[0], tuple):
-        return rows
-    return [(i, r) for i, r in enumerate(rows, start=1)]
+def _numbered(rows) -> Iterator[Tuple[int, Mapping[str, Any]]]:
+    """Rows as ``(line_no, dict)`` pairs, lazily (dicts are numbered from 1)."""
+    it = iter(rows)
+    first = next(it, None)
+    if first is None:
+        return iter(())
+    rows = itertools.chain((first,), it)
+    return rows if isinstance(first, tuple) else enumerate(rows, start=1)
+
+
+UNKNOWN_CODE = 0xFFFFFFFF  # a submission token that is in no reference: equal to no reference code
+
+
+class _Vocabulary(dict):
+    """token -> code; a token never seen in the reference looks up as UNKNOWN_CODE."""
+
+    def __missing__(self, token: str) -> int:
+        return UNKNOWN_CODE
+
+
+class _ReferenceTable:
+    """The validated reference, held compactly: what scoring needs and no more.
+
+    Per utterance only its lexical units as integer codes (one code per
+    distinct unit, after 0..15 for the 16 tags in ``challenge_tags`` order)
+    and its events as ``position * 16 + tag code``, each kind in one flat
+    ``array``, its line and language stay in memory, plus the utt_id -> row
+    map: about 0.3 KB an utterance instead of ~5 KB for parsed tuples of
+    strings. Codes give the same edit distances and alignments as the
+    strings: only reference-vs-submission token equality matters there, and
+    two tokens are equal exactly when their codes are.
+    """
+
+    def __init__(self, tags: Sequence[str]) -> None:
+        self.tags = list(tags)
+        self.n_tags = len(self.tags)
+        self.tag_code = {t: k for k, t in enumerate(self.tags)}
+        self.vocab = _Vocabulary((f"[{t}]", k) for k, t in enumerate(self.tags))
+        self.index: Dict[str, int] = {}   # utt_id -> row (file order)
+        self.lexical = array("I")
+        self.lexical_starts = array("Q", [0])
+        self.events = array("Q")
+        self.event_starts = array("Q", [0])
+        self.lines = array("Q")
+        self.langs = bytearray()          # LANGUAGES index
+        self.rank = array("Q")            # row -> position in scoring order (set by finish)
+        self.n_by_lang = [0] * len(LANGUAGES)
+
+    def add(self, line: int, obj: Mapping[str, Any], path: Optional[str]) -> None:
+        """Validate one row (fields, language, duplicate, tags, in the official order) and keep it."""
+        utt_id, lang, text = _check_reference_row(obj, path, line)
+        first = self.index.get(utt_id)
+        if first is not None:
+            raise _duplicate(utt_id, self.lines[first], path, line)
+        try:
+            parsed = parse_tagged(text, lang)
+        except ScoringError as exc:
+            raise exc.located(path, line)
+        vocab = self.vocab
+        codes = list(map(vocab.get, parsed.lexical))  # None for a unit not seen before (rare after a while)
+        if None in codes:
+            add = vocab.setdefault
+            codes = [add(t, len(vocab)) for t in parsed.lexical]
+        self.lexical.extend(codes)
+        self.lexical_starts.append(len(self.lexical))
+        if parsed.events:
+            nt, tag_code = self.n_tags, self.tag_code
+            self.events.extend([e.position * nt + tag_code[e.tag] for e in parsed.events])
+        self.event_starts.append(len(self.events))
+        self.index[utt_id] = len(self.lines)
+        self.lines.append(line)
+        k = LANGUAGES.index(lang)
+        self.langs.append(k)
+        self.n_by_lang[k] += 1
+
+    def finish(self) -> None:
+        """Fix the scoring order: English before Mandarin, utt_id ascending (as the official script)."""
+        ids = list(self.index)
+        by_id = sorted(range(len(ids)), key=ids.__getitem__)
+        del ids
+        self.rank = array("Q", [0]) * len(by_id)
+        r = 0
+        for k in range(len(LANGUAGES)):
+            for row in by_id:
+                if self.langs[row] == k:
+                    self.rank[row] = r
+                    r += 1
+
+    def decode_events(self, lexical: List[int], a: int, b: int) -> Parsed:
+        """An utterance as a :class:`Parsed` of codes (events carry tag names) from its
+        lexical codes and its packed events ``self.events[a:b]``."""
+        tagged = lexical[:]
+        events = []
+        new = tuple.__new__
+        nt, tags = self.n_tags, self.tags
+        for k, packed in enumerate(self.events[a:b]):
+            position, tag = divmod(packed, nt)
+            tagged.insert(position + k, tag)  # the k tags before it sit left of it
+            events.append(new(Event, (position, k, tags[tag])))
+        return new(Parsed, (lexical, tagged, tuple(events)))
+
+    def words(self) -> List[str]:
+        """code -> token string (for reports)."""
+        return list(self.vocab)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -124,7 +250,7 @@ class _LangAccumulator:
     diagonal and its ``<none>`` row/column are derived in :meth:`result`.
     """
 
-    def __init__(self, language: str, tags: Sequence[str], keep_details: bool) -> None:
+    def __init__(self, language: str, tags: Sequence[str], n_utts: int, keep_details: bool) -> None:
         self.language = language
         self.collar = COLLAR[language]
         self.tags = list(tags)
@@ -132,30 +258,22 @@ class _LangAccumulator:
         self.tp = self.fp = self.fn = 0
         self.edits = 0
         self.ref_tokens = 0
-        self.mntd_values: List[float] = []
+        # mNTD per utterance, by position in scoring order: the mean is summed
+        # in that order, so the float result is bit-identical to the official
+        # script's whatever order the submission rows arrive in.
+        self.mntd_values = array("d", [0.0]) * n_utts
+        self.has_mntd = bytearray(n_utts)
         self.ref_counts: Counter = Counter()
         self.pred_counts: Counter = Counter()
         self.tp_counts: Counter = Counter()
         self.off_diagonal: Counter = Counter()  # (reference tag, predicted tag) -> pairs
         self.keep_details = keep_details
-        self.details: List[Dict[str, Any]] = []
-        self.vocab: Dict[str, int] = {}
-        self.direct = language == "zh" and _zh_tokens_exact(self.tags)
 
-    def _codes(self, tokens: Sequence[str]):
-        """Tokens as exact integer codes (rapidfuzz would otherwise hash strings).
+    def add(self, slot: int, ref: Parsed, hyp: Parsed):
+        """Score the utterance at position ``slot`` of this language's scoring order from token codes (see :class:`_ReferenceTable`).
 
-        Mandarin units are single characters, which rapidfuzz compares by code
-        point; only the 16 tags are hashed, and ``_zh_tokens_exact`` checks
-        once that their hashes cannot collide with each other or a code point.
+        Returns ``(edits, mapped events, mNTD or None)`` when details are kept.
         """
-        if self.direct:
-            return tokens
-        vocab = self.vocab
-        add = vocab.setdefault
-        return [add(t, len(vocab)) for t in tokens]
-
-    def add(self, utt_id: str, ref: Parsed, hyp: Parsed) -> None:
         self.n_utts += 1
         self.ref_tokens += len(ref.tagged)
         ref_events = ref.events
@@ -167,14 +285,14 @@ class _LangAccumulator:
                 self.pred_counts.update(map(_TAG_OF, ref_events))
                 self.tp_counts.update(map(_TAG_OF, ref_events))
                 self.tp += len(ref_events)
-                self.mntd_values.append(0.0)
-            return
+                self.has_mntd[slot] = 1  # mNTD 0.0
+            return None
         collar = self.collar
         # 1) tagged-token edit distance (rapidfuzz).
         if ref.tagged == hyp.tagged:
             edits = 0
         else:
-            edits = align.edit_distance(self._codes(ref.tagged), self._codes(hyp.tagged))
+            edits = align.edit_distance(ref.tagged, hyp.tagged)
         self.edits += edits
         # 2) predicted events in reference coordinates.
         if not hyp.events or ref.lexical == hyp.lexical:
@@ -220,10 +338,11 @@ class _LangAccumulator:
         value = None
         if n_ref:
             value = align.utterance_mntd(ref_events, mapped, len(ref.lexical))
-            self.mntd_values.append(value)
+            self.mntd_values[slot] = value
+            self.has_mntd[slot] = 1
         if self.keep_details:
-            self.details.append({"utt_id": utt_id, "language": self.language, "ref": ref, "hyp": hyp,
-                                 "mapped": mapped, "edits": edits, "mNTD": value})
+            return edits, mapped, value
+        return None
 
     def _confuse(self, ref_events: Sequence[Event], mapped: Sequence[Event]) -> None:
         """Off-diagonal confusion pairs of one utterance (see module docstring).
@@ -267,7 +386,8 @@ class _LangAccumulator:
                                f"{self.language} reference has no lexical unit or tag at all; "
                                "the tagged error rate is undefined")
         precision, recall, f1 = safe_prf(self.tp, self.fp, self.fn)
-        mntd = sum(self.mntd_values) / len(self.mntd_values) if self.mntd_values else 0.0
+        n_mntd = self.has_mntd.count(1)
+        mntd = sum(itertools.compress(self.mntd_values, self.has_mntd)) / n_mntd if n_mntd else 0.0
         err = self.edits / self.ref_tokens
         score = track1_score(f1, mntd, err)
         per_tag = {}
@@ -286,7 +406,7 @@ class _LangAccumulator:
             "recall": recall,
             "F1_micro": f1,
             "mNTD": mntd,
-            "mNTD_num_utterances": len(self.mntd_values),
+            "mNTD_num_utterances": n_mntd,
             "tagged_transcript_error": err,
             "tagged_transcript_error_name": "WER" if self.language == "en" else "CER",
             "tagged_edit_distance": self.edits,
@@ -301,11 +421,6 @@ class _LangAccumulator:
             "confusion": {"rows": "reference tag", "columns": "predicted tag",
                           "none": NONE_TAG, "table": self.confusion_table()},
         }
-
-
-def _zh_tokens_exact(tags: Sequence[str]) -> bool:
-    hashes = {hash(f"[{t}]") & 0xFFFFFFFFFFFFFFFF for t in tags}
-    return len(hashes) == len(tags) and min(hashes) > 0x10FFFF
 
 
 def safe_prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
@@ -323,26 +438,129 @@ def track1_score(f1: float, mntd: float, err: float) -> float:
     return round(max(0.0, min(100.0, value)), 12)
 
 
-def score_loaded(refs: Mapping[str, Tuple[str, str, int, Parsed]], hyps: Mapping[str, Tuple[str, int]],
-                 hyp_path: Optional[str] = None, keep_details: bool = False) -> Dict[str, Any]:
-    """Score validated reference/submission maps (see :func:`load_reference_rows`)."""
-    check_id_sets(refs.keys(), hyps.keys(), hyp_path)
+def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
+                  hyp_rows: Iterable[Tuple[int, Mapping[str, Any]]], *, ref_path: Optional[str] = None,
+                  hyp_path: Optional[str] = None, report: Optional["PerUttReport"] = None) -> Dict[str, Any]:
+    """Score ``(line_no, row)`` streams; each row is seen once and only the reference is kept (compactly).
+
+    The reference is read and validated first; the submission is then scored
+    row by row in its own order (every count is a sum; mNTD values are kept
+    by scoring position and summed in scoring order at the end), and
+    ``report``, if given, receives each utterance's report block as it is
+    scored. Errors are the ones the official script reports, in its order
+    (see the module docstring): a later problem of an earlier kind wins, so a
+    row error (fields, duplicate) is remembered while the rest of the file is
+    still read for JSON/encoding errors, and a tag error is reported only
+    after the id sets are known to match, the one first in scoring order.
+    """
     tags = challenge_tags()
-    present = [lang for lang in LANGUAGES if any(r[0] == lang for r in refs.values())]
-    results: Dict[str, Any] = {}
-    details: List[Dict[str, Any]] = []
-    for lang in present:
-        acc = _LangAccumulator(lang, tags, keep_details)
-        for utt_id in sorted(u for u, r in refs.items() if r[0] == lang):
-            _, _, _, ref = refs[utt_id]
-            text, line = hyps[utt_id]
+    table = _ReferenceTable(tags)
+    row_error: Optional[ScoringError] = None
+    for line, obj in ref_rows:
+        if row_error is None:
             try:
-                hyp = parse_tagged(text, lang)
+                table.add(line, obj, ref_path)
             except ScoringError as exc:
-                raise exc.located(hyp_path, line)
-            acc.add(utt_id, ref, hyp)
-        results[lang] = acc.result()
-        details.extend(acc.details)
+                row_error = exc
+    if row_error is not None:
+        raise row_error
+    n = len(table.lines)
+    if not n:
+        raise ScoringError("EMPTY_JSONL", "reference contains no records", ref_path)
+    table.finish()
+    present = [lang for lang, k in zip(LANGUAGES, table.n_by_lang) if k]
+    first_rank = {}  # language -> scoring positions of its utterances [first, end)
+    end_rank = {}
+    accs = {}
+    r = 0
+    for lang, k in zip(LANGUAGES, table.n_by_lang):
+        first_rank[lang] = r
+        r += k
+        end_rank[lang] = r
+        if k:
+            accs[lang] = _LangAccumulator(lang, tags, k, keep_details=report is not None)
+    if report is not None:
+        report.start(table)
+
+    index, rank, langs = table.index, table.rank, table.langs
+    by_code = [accs.get(lang) for lang in LANGUAGES]     # LANGUAGES index -> accumulator
+    first_by_code = [first_rank[lang] for lang in LANGUAGES]
+    # the reference table's arrays and the vocabulary, bound once (this loop runs per utterance)
+    lexical, lexical_starts = table.lexical, table.lexical_starts
+    event_starts, decode_events = table.event_starts, table.decode_events
+    code = table.vocab.__getitem__
+    hyp_lines = array("Q", [0]) * n           # row -> submission line (0: not seen yet)
+    n_seen = 0
+    unknown: Dict[str, int] = {}              # submission ids not in the reference -> line
+    tag_error: Optional[ScoringError] = None  # the submission tag error first in scoring order so far
+    tag_error_rank = n
+    new = tuple.__new__
+    for line, obj in hyp_rows:
+        if row_error is not None:
+            continue  # read on: an INVALID_JSON / INVALID_ENCODING further down comes first
+        utt_id, text = obj.get("utt_id"), obj.get("text_with_nvvs")
+        if type(utt_id) is str and type(text) is str and utt_id.strip():
+            utt_id = utt_id.strip()  # the checks of _check_submission_row, inlined for speed
+        else:
+            try:
+                utt_id, text = _check_submission_row(obj, hyp_path, line)
+            except ScoringError as exc:
+                row_error = exc
+                continue
+        row = index.get(utt_id)
+        if row is None:
+            first = unknown.get(utt_id)
+            if first is not None:
+                row_error = _duplicate(utt_id, first, hyp_path, line)
+            unknown[utt_id] = line
+            continue
+        if hyp_lines[row]:
+            row_error = _duplicate(utt_id, hyp_lines[row], hyp_path, line)
+            continue
+        hyp_lines[row] = line
+        n_seen += 1
+        if unknown:
+            continue  # UNKNOWN_SAMPLES will be the answer; no need to parse or score
+        r = rank[row]
+        if r > tag_error_rank:
+            continue
+        lang_code = langs[row]
+        try:
+            parsed = parse_tagged(text, LANGUAGES[lang_code])
+        except ScoringError as exc:
+            tag_error, tag_error_rank = exc.located(hyp_path, line), r
+            continue
+        if tag_error is not None:
+            continue  # the run fails; scores are not needed any more
+        # the reference utterance as codes
+        ref_lex = lexical[lexical_starts[row]:lexical_starts[row + 1]].tolist()
+        a, b = event_starts[row], event_starts[row + 1]
+        ref = new(Parsed, (ref_lex, ref_lex, ())) if a == b else decode_events(ref_lex, a, b)
+        # the submission as codes of the reference (unknown tokens: UNKNOWN_CODE)
+        hyp_lex = list(map(code, parsed.lexical))
+        if parsed.events:
+            hyp = new(Parsed, (hyp_lex, list(map(code, parsed.tagged)), parsed.events))
+        else:
+            hyp = new(Parsed, (hyp_lex, hyp_lex, ()))
+        details = by_code[lang_code].add(r - first_by_code[lang_code], ref, hyp)
+        if report is not None:
+            report.put(r, utt_id, LANGUAGES[lang_code], ref, parsed, *details)
+    if row_error is not None:
+        raise row_error
+    first_missing = min((u for u, i in index.items() if not hyp_lines[i]), default=None) if n_seen < n else None
+    error = id_set_error(n - n_seen, first_missing, len(unknown), min(unknown, default=None), hyp_path)
+    if error is not None:
+        raise error
+    results: Dict[str, Any] = {}
+    for lang in present:
+        if tag_error is not None and tag_error_rank < end_rank[lang]:
+            raise tag_error
+        results[lang] = accs[lang].result()
+    return _assemble(results, present, tags)
+
+
+def _assemble(results: Mapping[str, Dict[str, Any]], present: Sequence[str], tags: Sequence[str]) -> Dict[str, Any]:
+    """The result object from the per-language results."""
     en = results.get("en")
     zh = results.get("zh")
     if en and zh:
@@ -354,10 +572,10 @@ def score_loaded(refs: Mapping[str, Tuple[str, str, int, Parsed]], hyps: Mapping
         definition = (f"reference holds {only} only: FinalTrack1Score = Track1Score_{only.upper()} "
                       "(the official leaderboard averages EN and ZH)")
     out: Dict[str, Any] = {
-        "protocol": {"name": PROTOCOL_NAME, "version": PROTOCOL_VERSION, "valid_tags": tags,
+        "protocol": {"name": PROTOCOL_NAME, "version": PROTOCOL_VERSION, "valid_tags": list(tags),
                      "f1_collar": dict(COLLAR), "weights": dict(WEIGHTS),
                      "implementation": "pyutils.scoring.track1 (chorus-score track1)"},
-        "languages_scored": present,
+        "languages_scored": list(present),
         "final_score_definition": definition,
         "Track1Score_EN": en["Track1Score"] if en else None,
         "Track1Score_ZH": zh["Track1Score"] if zh else None,
@@ -366,8 +584,6 @@ def score_loaded(refs: Mapping[str, Tuple[str, str, int, Parsed]], hyps: Mapping
         "zh": zh,
     }
     out["scores"] = {k: out[k] for k in ("Track1Score_EN", "Track1Score_ZH", "FinalTrack1Score")}
-    if keep_details:
-        out["_details"] = details
     return out
 
 
@@ -376,9 +592,9 @@ def _cyclic_gc_paused():
     """Pause Python's cyclic garbage collector while scoring.
 
     Scoring builds only acyclic objects (tuples, lists, dicts), which reference
-    counting frees at once; with tens of thousands of rows alive, the cyclic
-    collector's generation scans cost ~20 % of the run for nothing. The
-    previous state is restored afterwards.
+    counting frees at once; the cyclic collector's scans, triggered by the
+    millions of short-lived rows, tuples and lists, would cost time for
+    nothing. The previous state is restored afterwards.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -390,22 +606,18 @@ def _cyclic_gc_paused():
 
 
 def score_track1(ref_rows, hyp_rows, *, ref_path: Optional[str] = None, hyp_path: Optional[str] = None,
-                 keep_details: bool = False) -> Dict[str, Any]:
-    """Score Track 1 from rows (dicts, or ``(line_no, dict)`` pairs); raises ScoringError."""
+                 report: Optional["PerUttReport"] = None) -> Dict[str, Any]:
+    """Score Track 1 from rows (dicts, or ``(line_no, dict)`` pairs; any iterables); raises ScoringError."""
     with _cyclic_gc_paused():
-        refs = load_reference_rows(_numbered(ref_rows), ref_path)
-        if not refs:
-            raise ScoringError("EMPTY_JSONL", "reference contains no records", ref_path)
-        hyps = load_submission_rows(_numbered(hyp_rows), hyp_path)
-        return score_loaded(refs, hyps, hyp_path, keep_details)
+        return score_streams(_numbered(ref_rows), _numbered(hyp_rows), ref_path=ref_path, hyp_path=hyp_path,
+                             report=report)
 
 
-def score_track1_files(ref_path: str, hyp_path: str, keep_details: bool = False) -> Dict[str, Any]:
-    """Score Track 1 from two JSONL files; raises ScoringError."""
+def score_track1_files(ref_path: str, hyp_path: str, report: Optional["PerUttReport"] = None) -> Dict[str, Any]:
+    """Score Track 1 from two JSONL files, streamed (see :func:`score_streams`); raises ScoringError."""
     with _cyclic_gc_paused():
-        refs = load_reference_rows(read_jsonl(ref_path), ref_path)
-        hyps = load_submission_rows(read_jsonl(hyp_path), hyp_path)
-        return score_loaded(refs, hyps, hyp_path, keep_details)
+        return score_streams(iter_jsonl(ref_path), iter_jsonl(hyp_path), ref_path=ref_path, hyp_path=hyp_path,
+                             report=report)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -458,38 +670,79 @@ def _render(parsed: Parsed, events: Sequence[Event]) -> str:
     return " ".join(words) if words else "(empty)"
 
 
-def per_utt_report(result: Mapping[str, Any]) -> str:
-    """Readable per-utterance report (needs ``keep_details=True``)."""
-    out = ["# chorus-score track1 per-utterance report",
-           "# REF/HYP: normalised lexical units; [tag]@k = event at reference boundary k",
-           "# (k lexical units of the reference before it; hypothesis tags are mapped",
-           "# into reference coordinates by the protocol's minimum-edit alignment).", ""]
-    for d in result.get("_details", []):
-        ref, hyp, mapped = d["ref"], d["hyp"], d["mapped"]
-        collar = COLLAR[d["language"]]
-        n_ref = max(len(ref.tagged), 1)
-        mntd = "-" if d["mNTD"] is None else f"{d['mNTD']:.3f}"
-        out.append(f"== {d['utt_id']} ({d['language']})  tagged_edits={d['edits']}/{len(ref.tagged)}"
-                   f" ({d['edits'] / n_ref:.3f})  mNTD={mntd}")
-        out.append("  REF: " + _render(ref, ref.events))
-        out.append("  HYP: " + _render(hyp, mapped))
-        lines = []
-        matched = set()
-        for tag in {e.tag for e in ref.events} | {e.tag for e in mapped}:
-            for g, p in align.match_events_f1([e for e in ref.events if e.tag == tag],
-                                              [e for e in mapped if e.tag == tag], collar):
-                matched.add(("r", g.order))
-                matched.add(("h", p.order))
-                lines.append((g.position, f"    TP   [{tag}] ref@{g.position} hyp@{p.position}"
-                                          f" (|d|={abs(g.position - p.position)})"))
-        for g in ref.events:
-            if ("r", g.order) not in matched:
-                lines.append((g.position, f"    MISS [{g.tag}] ref@{g.position}"))
-        for p in mapped:
-            if ("h", p.order) not in matched:
-                lines.append((p.position, f"    FA   [{p.tag}] hyp@{p.position}"))
-        out.extend(text for _, text in sorted(lines, key=lambda x: x[0]))
+REPORT_HEADER = ("# chorus-score track1 per-utterance report\n"
+                 "# REF/HYP: normalised lexical units; [tag]@k = event at reference boundary k\n"
+                 "# (k lexical units of the reference before it; hypothesis tags are mapped\n"
+                 "# into reference coordinates by the protocol's minimum-edit alignment).\n\n")
+
+
+def utterance_report(utt_id: str, language: str, ref: Parsed, hyp: Parsed, mapped: Sequence[Event],
+                     edits: int, mntd: Optional[float]) -> str:
+    """The report block of one utterance (``ref``/``hyp`` parsed as strings; ``mapped`` in reference coordinates)."""
+    collar = COLLAR[language]
+    n_ref = max(len(ref.tagged), 1)
+    shown = "-" if mntd is None else f"{mntd:.3f}"
+    out = [f"== {utt_id} ({language})  tagged_edits={edits}/{len(ref.tagged)} ({edits / n_ref:.3f})  mNTD={shown}",
+           "  REF: " + _render(ref, ref.events),
+           "  HYP: " + _render(hyp, mapped)]
+    lines = []
+    matched = set()
+    for tag in {e.tag for e in ref.events} | {e.tag for e in mapped}:
+        for g, p in align.match_events_f1([e for e in ref.events if e.tag == tag],
+                                          [e for e in mapped if e.tag == tag], collar):
+            matched.add(("r", g.order))
+            matched.add(("h", p.order))
+            lines.append((g.position, f"    TP   [{tag}] ref@{g.position} hyp@{p.position}"
+                                      f" (|d|={abs(g.position - p.position)})"))
+    for g in ref.events:
+        if ("r", g.order) not in matched:
+            lines.append((g.position, f"    MISS [{g.tag}] ref@{g.position}"))
+    for p in mapped:
+        if ("h", p.order) not in matched:
+            lines.append((p.position, f"    FA   [{p.tag}] hyp@{p.position}"))
+    out.extend(text for _, text in sorted(lines, key=lambda x: x[0]))
     return "\n".join(out) + "\n"
+
+
+class PerUttReport:
+    """``--per-utt-report``: blocks made while scoring, written in scoring order.
+
+    The blocks go to an :class:`~pyutils.scoring.io.OrderedSpool` (a temp file
+    next to the report) as the submission is streamed, in whatever order its
+    rows come; :meth:`commit` writes the report atomically (English first,
+    utt_id ascending). Nothing is written at ``path`` unless scoring succeeded
+    and :meth:`commit` was called. Use as a context manager.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._spool: Optional[OrderedSpool] = None
+        self._words: List[str] = []
+
+    def start(self, table: _ReferenceTable) -> None:
+        self._spool = OrderedSpool(len(table.lines), self.path)
+        self._words = table.words()
+
+    def put(self, rank: int, utt_id: str, language: str, ref: Parsed, hyp: Parsed, edits: int,
+            mapped: Sequence[Event], mntd: Optional[float]) -> None:
+        """``ref`` as codes (from the reference table), ``hyp`` as parsed strings."""
+        words = self._words
+        ref = tuple.__new__(Parsed, (tuple(words[c] for c in ref.lexical), tuple(words[c] for c in ref.tagged),
+                                     ref.events))
+        self._spool.put(rank, utterance_report(utt_id, language, ref, hyp, mapped, edits, mntd))
+
+    def commit(self) -> None:
+        self._spool.write_to(REPORT_HEADER)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+    def __enter__(self) -> "PerUttReport":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def public_result(result: Mapping[str, Any]) -> Dict[str, Any]:
