@@ -26,6 +26,7 @@ import sys
 
 import torch
 
+from pyutils.cli_types import positive_int
 from pyutils.sqa.audio import AudioError, load_audio
 from pyutils.sqa.common import FAULTS, SAMPLE_RATE
 
@@ -166,23 +167,13 @@ def format_row(path: str, row: dict) -> str:
     return "\n".join(lines)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="chorus-sqa", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="trained model dir (exp/sqa_<tag> with model.pt, postproc.json)")
     p.add_argument("inputs", nargs="+", help="audio files and/or directories")
     p.add_argument("--json", action="store_true", help="one JSON object per file (chorus-score sqa format + path)")
-    p.add_argument("--num-threads", type=_positive_int, default=1)
+    p.add_argument("--num-threads", type=positive_int, default=1)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     a = p.parse_args(argv)
     from tqdm import tqdm

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import List
 
+from pyutils.cli_types import positive_int
 from pyutils.jobs import resolve_cmd
 from pyutils.synth.io import read_jsonl, write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
@@ -36,17 +37,6 @@ IDENTITY = {
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
-
-
-def _positive(text: str) -> int:
-    """argparse type: a whole number >= 1 (a count of 0 or less makes no corpus)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,21 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--lang", choices=["en"], default="en")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--nj", type=_positive, default=1, help="number of parallel jobs")
+        p.add_argument("--nj", type=positive_int, default=1, help="number of parallel jobs")
         p.add_argument("--cmd", default="",
                        help="job backend, e.g. 'utils/run.pl' (default: local process pool)")
         p.add_argument("--overwrite", action="store_true",
                        help="remove an existing DIR made with other arguments")
-        p.add_argument("--num-voices", type=_positive, default=None, help="override the preset")
+        p.add_argument("--num-voices", type=positive_int, default=None, help="override the preset")
         if kind in ("nvv", "sqa"):
             for s in ("train", "dev", "test"):
-                p.add_argument(f"--num-{s}", type=_positive, default=None,
+                p.add_argument(f"--num-{s}", type=positive_int, default=None,
                                help=f"utterances in {s} (override the preset)")
         else:
-            p.add_argument("--num-target-voices", type=_positive, default=None,
+            p.add_argument("--num-target-voices", type=positive_int, default=None,
                            help="voices held out of training (test targets)")
-            p.add_argument("--utts-per-voice", type=_positive, default=None)
-            p.add_argument("--num-pairs", type=_positive, default=None)
+            p.add_argument("--utts-per-voice", type=positive_int, default=None)
+            p.add_argument("--num-pairs", type=positive_int, default=None)
     return ap
 
 
