@@ -68,9 +68,11 @@ def _read_pipe(entry: str):
             a, b = out
             return (a, b) if isinstance(b, (int, np.integer)) else (b, a)
     import io
-    import subprocess
 
-    proc = subprocess.run(entry.rstrip()[:-1], shell=True, capture_output=True)
-    if proc.returncode != 0:
-        raise AudioError(f"{entry}: command failed: {proc.stderr.decode(errors='replace')[-200:]}")
-    return sf.read(io.BytesIO(proc.stdout), dtype="float32", always_2d=False)
+    from pyutils.datadir.io import AudioReadError, run_pipe
+
+    try:  # a wav.scp pipe is trusted input, as in Kaldi
+        data = run_pipe(entry)
+    except AudioReadError as e:
+        raise AudioError(str(e)) from None
+    return sf.read(io.BytesIO(data), dtype="float32", always_2d=False)

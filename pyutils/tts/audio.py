@@ -137,12 +137,14 @@ def check_scp(scp: str, fs: int, fix_dir: str) -> int:
             # a command writing audio (e.g. chorus-prep's ffmpeg/sox pipes): ESPnet's "sound"
             # reader needs files, so materialise it at the model rate
             import io
-            import subprocess
 
-            r = subprocess.run(path.rstrip()[:-1], shell=True, capture_output=True)
-            if r.returncode != 0:
-                raise ValueError(f"{scp}:{lineno}: {uid}: command failed: {r.stderr.decode(errors='replace')[-300:]}")
-            x, sr = sf.read(io.BytesIO(r.stdout), always_2d=True)
+            from pyutils.datadir.io import AudioReadError, run_pipe
+
+            try:  # a wav.scp pipe is trusted input, as in Kaldi
+                data = run_pipe(path)
+            except AudioReadError as e:
+                raise ValueError(f"{scp}:{lineno}: {uid}: {e}") from None
+            x, sr = sf.read(io.BytesIO(data), always_2d=True)
             os.makedirs(fix_dir, exist_ok=True)
             path = os.path.abspath(os.path.join(fix_dir, f"{uid}.wav"))
             sf.write(path, resample(x.mean(axis=1), sr, fs).astype(np.float32), fs, subtype="PCM_16")
