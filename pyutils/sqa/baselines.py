@@ -67,36 +67,16 @@ def clip_fraction(x: np.ndarray, n: int, floor: float = 0.02) -> np.ndarray:
 
 
 class DnsmosP835:
-    """DNSMOS P.835 (SIG/BAK/OVRL) with the model and polynomial mapping shipped in
-    ``speechmos``, run with one ONNX thread and no P.808 model (we only need OVRL).
-
-    Differences from ``speechmos.dnsmos.run`` (which took ~2 s per short clip on a
-    loaded 2-core machine): windows of 9.01 s without overlap (``run`` hops by
-    1 s), and audio shorter than one window is tiled to exactly one window.
-    """
+    """DNSMOS P.835 (SIG/BAK/OVRL) as a dict: :class:`pyutils.sqa.embed.DnsmosP835` (one ONNX
+    thread, non-overlapping 9.01 s windows, short audio tiled to one window)."""
 
     def __init__(self):
-        import onnxruntime as ort
-        from speechmos import dnsmos as dm
+        from pyutils.sqa.embed import DnsmosP835 as P835
 
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        path = os.path.join(os.path.dirname(dm.__file__), "dnsmos_models", "sig_bak_ovr.onnx")
-        self.sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-        self.poly = dm.DNSMOS.get_polyfit_val
-        self.win = int(dm.INPUT_LENGTH * SAMPLE_RATE)
+        self._p835 = P835()
 
     def __call__(self, x: np.ndarray) -> dict:
-        x = np.asarray(x, dtype=np.float32)
-        if len(x) < self.win:
-            x = np.tile(x, int(np.ceil(self.win / len(x))))[: self.win]
-        starts = list(range(0, len(x) - self.win + 1, self.win))
-        vals = []
-        for a in starts:
-            sig, bak, ovr = self.sess.run(None, {"input_1": x[None, a:a + self.win]})[0][0]
-            vals.append(self.poly(None, sig, bak, ovr, False))
-        sig, bak, ovr = np.mean(np.asarray(vals, dtype=np.float64), axis=0)
+        sig, bak, ovr = self._p835(x)
         return {"sig_mos": float(sig), "bak_mos": float(bak), "ovrl_mos": float(ovr)}
 
 
