@@ -150,7 +150,7 @@ lang=${lang}            # front-end (pyutils/tts/frontend.py), mini corpus, ASR 
 token_type=${token_type}        # phn: espeak-ng phonemes of the ${lang} voice; char: letters
 judge=$([ "${whisper}" = no ] && echo false || echo true)            # stage 7 intelligibility by pretrained Whisper (it knows '${lang}': ${whisper})
 
-./local/nvv_tts.sh --lang "\${lang}" --token_type "\${token_type}" --judge "\${judge}" "\$@"
+exec ./local/nvv_tts.sh --lang "\${lang}" --token_type "\${token_type}" --judge "\${judge}" "\$@"
 EOF
 fi
 chmod 755 "${tmp}"

@@ -8,7 +8,7 @@ lang=en            # text normaliser, scorer language (fork: utils/fork_recipe.s
 token_type=bpe     # sentencepiece BPE, the 16 tags as user-defined symbols
 nbpe=300           # ~ whole words of the mini corpus (246 word types + tags); use 500-5000 on real data
 
-./local/nvv_asr.sh \
+exec ./local/nvv_asr.sh \
   --lang "${lang}" \
   --token_type "${token_type}" \
   --nbpe "${nbpe}" \

@@ -7,7 +7,7 @@ set -euo pipefail
 lang=zh            # text normaliser, scorer language (fork: utils/fork_recipe.sh)
 token_type=char    # characters; the 16 tags are non-linguistic symbols (atomic)
 
-./local/nvv_asr.sh \
+exec ./local/nvv_asr.sh \
   --lang "${lang}" \
   --token_type "${token_type}" \
   "$@"

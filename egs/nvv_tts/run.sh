@@ -4,4 +4,4 @@
 # for why), ~20 min on 2 CPU cores. All options: ./run.sh --help
 set -euo pipefail
 cd "$(dirname "$0")"
-./local/nvv_tts.sh "$@"
+exec ./local/nvv_tts.sh "$@"

@@ -8,7 +8,7 @@ set -euo pipefail
 task=2          # 2: every model trained here (VLSP Task 2); 1: --pretrained_{asr,tts,spk} allowed
 preset=default  # ci | default | large
 
-./local/vc.sh \
+exec ./local/vc.sh \
   --task "${task}" \
   --preset "${preset}" \
   "$@"
