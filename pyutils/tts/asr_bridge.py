@@ -21,8 +21,11 @@ def find_default(lang: str, model: str = "valid.acc.ave.pth") -> str:
     cands = []
     for d in glob.glob(str(REPO_ROOT / "egs" / f"nvv_asr_{lang}" / "exp" / "asr_*")):
         if all(os.path.exists(os.path.join(d, f)) for f in ("config.yaml", "recipe_options.sh", model)):
-            cands.append((os.path.getmtime(os.path.join(d, model)), d))
-    return max(cands)[1] if cands else ""
+            # a --preset ci model (dir name "*_ci_*") only when no other is there: it is the
+            # weak smoke-test model, and CI runs leave it as the newest
+            is_full = "_ci_" not in os.path.basename(d) + "_"
+            cands.append((is_full, os.path.getmtime(os.path.join(d, model)), d))
+    return max(cands)[2] if cands else ""
 
 
 def main(argv=None) -> int:
