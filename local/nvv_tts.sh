@@ -81,7 +81,7 @@ SECONDS=0
 if [ $# -ne 0 ]; then
   echo "${help_message}" >&2
   echo "$0: unexpected arguments: $*" >&2
-  exit 1
+  exit 2
 fi
 
 # ---------------------------------------------------------------- presets
@@ -89,7 +89,7 @@ case "${preset}" in
   ci)      synth_preset=ci;      _cfg=conf/train_fastspeech_ci.yaml;   _nv=10; _nt=8 ;;
   default) synth_preset=default; _cfg=conf/train_fastspeech_mini.yaml; _nv=30; _nt=36 ;;
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
-  *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 1 ;;
+  *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 : "${tts_config:=${_cfg}}"

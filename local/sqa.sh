@@ -27,7 +27,7 @@ for _a in "$@"; do
 done
 case "${preset}" in
   ci|default|large) ;;
-  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 1 ;;
+  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
 esac
 
 stage=0                 # first stage to run
@@ -65,7 +65,7 @@ qualispeech=${QUALISPEECH:-}   # QualiSpeech root (default: QUALISPEECH in db.sh
 if [ $# -ne 0 ]; then
   echo "${help_message}" >&2
   echo "$0: unexpected arguments: $*" >&2
-  exit 1
+  exit 2
 fi
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 

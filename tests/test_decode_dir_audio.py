@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from pyutils.asr.decode_dir import write_audio_dir_scp
+from pyutils.asr.decode_dir import DecodeDirError, write_audio_dir_scp
 from pyutils.datadir.io import read_kv, read_wav_scp_entry
 
 
@@ -28,8 +28,8 @@ def test_audio_dir_duplicate_and_empty(tmp_path):
     (d / "x").mkdir(parents=True)
     sf.write(d / "a.wav", np.zeros(100, np.float32), 16000)
     sf.write(d / "x" / "a.flac", np.zeros(100, np.float32), 16000)
-    with pytest.raises(SystemExit, match="same id 'a'"):
+    with pytest.raises(DecodeDirError, match="same id 'a'"):
         write_audio_dir_scp(str(d), str(tmp_path / "s"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SystemExit, match="no audio"):
+    with pytest.raises(DecodeDirError, match="no audio"):
         write_audio_dir_scp(str(tmp_path / "empty"), str(tmp_path / "s"))

@@ -339,3 +339,43 @@ def test_prep_empty_or_header_only_manifest_is_an_error(tmp_path, name, content)
     man.write_bytes(content)
     r = cli("chorus-prep", "generic", "--src", man, "--out", tmp_path / "out", "--lang", "en")
     assert_error(r, man, text="no rows")
+
+
+# --------------------------------------------------------------- runner-up: file modes
+def test_outputs_follow_the_umask(tmp_path):
+    """runner-up: files written through a temp file were 0600 under umask 022."""
+    import stat
+    wav(tmp_path / "a.wav")
+    man = jsonl(tmp_path / "m.jsonl", [{"audio": "a.wav", "text": "hello [laugh]"}])
+    text = tmp_path / "text"
+    text.write_text("u1 hello there [laugh]\n")
+    old = os.umask(0o022)
+    try:
+        assert cli("chorus-prep", "generic", "--src", man, "--out", tmp_path / "out",
+                   "--lang", "en").returncode == 0
+        assert cli("chorus-score", "package-track1", "--text", text, "--out", tmp_path / "s.jsonl",
+                   "--zip", tmp_path / "s.zip").returncode == 0
+        assert cli("chorus-datadir", "copy", tmp_path / "out" / "train", tmp_path / "copy").returncode == 0
+    finally:
+        os.umask(old)
+    written = [*(tmp_path / "out" / "train").iterdir(), *(tmp_path / "copy").iterdir(),
+               tmp_path / "s.jsonl", tmp_path / "s.zip"]
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in written if p.is_file()}
+    assert modes and set(modes.values()) == {"0o644"}, modes
+
+
+def test_prep_language_outside_track1_stays_out_of_ref_jsonl(tmp_path):
+    """runner-up: `language: fr` was written into a Track 1 reference."""
+    wav(tmp_path / "a.wav")
+    man = jsonl(tmp_path / "m.jsonl", [
+        {"audio": "a.wav", "utt_id": "f1", "text": "bonjour [laugh]", "language": "fr"},
+        {"audio": "a.wav", "utt_id": "e1", "text": "hello [laugh]", "language": "en"}])
+    r = cli("chorus-prep", "generic", "--src", man, "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert "left out 1 utterance(s) (fr: 1)" in r.stderr
+    ref = [json.loads(l) for l in (tmp_path / "out/train/ref.jsonl").read_text().splitlines()]
+    assert [x["language"] for x in ref] == ["en"]
+    assert "f1 bonjour [laugh]" in (tmp_path / "out/train/text").read_text()
+    ref_file = tmp_path / "out/train/ref.jsonl"
+    r = cli("chorus-score", "track1", "--ref", ref_file, "--hyp", ref_file, "--output-json", tmp_path / "o.json")
+    assert r.returncode == 0, r.stderr

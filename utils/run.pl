@@ -4,8 +4,6 @@
 # Implementation: pyutils/jobs/local.py (run with --help-style errors on bad usage).
 _root="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 _py="${_root}/tools/venv/bin/python"
-if [ ! -x "${_py}" ]; then
-  _py="$(command -v python3)"
-  export PYTHONPATH="${_root}${PYTHONPATH:+:${PYTHONPATH}}"
-fi
+[ -x "${_py}" ] || _py="$(command -v python3)"
+export PYTHONPATH="${_root}${PYTHONPATH:+:${PYTHONPATH}}"   # this checkout's pyutils first
 exec "${_py}" -m pyutils.jobs.local "$@"

@@ -7,6 +7,7 @@
 #
 # 1. Stage range: --stage and --stop-stage must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
+#    --nj (and --inference_nj where the script has it) must be whole numbers >= 1 (or auto).
 # 2. One run per exp dir: an flock on <expdir>/.run.lock, held for the whole run and
 #    inherited by everything it starts. A second run in the same exp dir is refused
 #    (exit 1) while the first is alive. If the first was killed (kill -9) but some of
@@ -28,6 +29,14 @@ for _sp_name in stage stop_stage; do
 done
 [ "${stage}" -le "${stop_stage}" ] \
   || _sp_fail "--stage ${stage} is after --stop-stage ${stop_stage}: nothing would run"
+# Job counts: a whole number >= 1 (nj may also be "auto"; inference_nj may be empty)
+for _sp_name in nj inference_nj; do
+  _sp_val=${!_sp_name-}
+  case "${_sp_name}:${_sp_val}" in nj:auto|inference_nj:) continue ;; esac
+  [ -z "${!_sp_name+x}" ] && continue   # the script has no such option
+  [[ "${_sp_val}" =~ ^[0-9]+$ ]] && [ "$((10#${_sp_val}))" -ge 1 ] \
+    || _sp_fail "--${_sp_name} '${_sp_val}' must be a whole number >= 1"
+done
 
 if [ -n "${1:-}" ]; then
   mkdir -p "$1"

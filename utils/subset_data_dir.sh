@@ -2,8 +2,6 @@
 # Kaldi-named wrapper: `chorus-datadir subset` (pyutils/datadir). Run with --help for usage.
 _root="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
 _py="${_root}/tools/venv/bin/python"
-if [ ! -x "${_py}" ]; then
-  _py="$(command -v python3)"
-  export PYTHONPATH="${_root}${PYTHONPATH:+:${PYTHONPATH}}"
-fi
+[ -x "${_py}" ] || _py="$(command -v python3)"
+export PYTHONPATH="${_root}${PYTHONPATH:+:${PYTHONPATH}}"   # this checkout's pyutils first
 exec "${_py}" -m pyutils.datadir.cli subset "$@"

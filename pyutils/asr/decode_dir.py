@@ -25,12 +25,55 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 
+from pyutils.cli_types import positive_int
+
+
+class DecodeDirError(Exception):
+    """Invalid input (exit 2): the message names the file (and line)."""
+
+
+# recipe_options.sh, written by stage 5: these keys, plain values. It comes with a model
+# dir, i.e. from someone else: it is parsed here, never sourced by a shell.
+RECIPE_OPTIONS = ("lang", "token_type", "nbpe", "nvv_tags", "fs", "whisper", "whisper_model")
+_OPTION_LINE = re.compile(r"([a-z_]+)=([A-Za-z0-9_./:+@-]*)")
+
+
+def read_recipe_options(path: str) -> dict:
+    from pyutils.datadir.io import DataDirError, iter_lines
+    opts = {}
+    try:
+        for lineno, line in iter_lines(path):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            m = _OPTION_LINE.fullmatch(line.strip())
+            if not m or m.group(1) not in RECIPE_OPTIONS:
+                raise DecodeDirError(f"{path}:{lineno}: expected one of {', '.join(RECIPE_OPTIONS)} "
+                                     f"as key=plain-value, got {line[:60]!r}")
+            opts[m.group(1)] = m.group(2)
+    except DataDirError as exc:
+        raise DecodeDirError(str(exc)) from None
+    if "lang" not in opts:
+        raise DecodeDirError(f"{path}: no lang= line (written by stage 5 of local/nvv_asr.sh)")
+    return opts
+
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except DecodeDirError as exc:
+        print(f"decode_dir: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"decode_dir: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--asr-exp", required=True, help="trained exp dir (holds config.yaml, valid.acc.ave.pth)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -40,7 +83,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="text file to write")
     p.add_argument("--jsonl", help="also write the Track 1 submission JSONL (chorus-score package-track1)")
     p.add_argument("--work-dir", default=None, help="dump/decode files (default: OUT's dir/decode_work)")
-    p.add_argument("--nj", type=int, default=0, help="parallel decode jobs (default: cores)")
+    p.add_argument("--nj", type=positive_int, default=None, help="parallel decode jobs (default: cores)")
     p.add_argument("--inference-config", default=None, help="default: the recipe's conf/decode_asr.yaml")
     p.add_argument("--inference-model", default="valid.acc.ave.pth")
     p.add_argument("--gpu", action="store_true", help="decode on GPU")
@@ -48,14 +91,15 @@ def main(argv=None) -> int:
 
     exp = os.path.abspath(a.asr_exp)
     if not os.path.isfile(os.path.join(exp, "config.yaml")):
-        raise SystemExit(f"decode_dir: {exp}/config.yaml not found: not a trained ASR exp dir")
+        raise DecodeDirError(f"{exp}/config.yaml not found: not a trained ASR exp dir")
     opts = os.path.join(exp, "recipe_options.sh")
     if not os.path.isfile(opts):
-        raise SystemExit(f"decode_dir: {opts} not found (written by stage 5 of local/nvv_asr.sh)")
+        raise DecodeDirError(f"{opts} not found (written by stage 5 of local/nvv_asr.sh)")
+    recipe_opts = read_recipe_options(opts)
     # exp dirs are <recipe>/<expdir>/<asr_exp>: the recipe dir is two levels up.
     recipe = os.path.dirname(os.path.dirname(exp))
     if not os.path.isfile(os.path.join(recipe, "path.sh")):
-        raise SystemExit(f"decode_dir: {recipe} (two levels above --asr-exp) is not a recipe dir")
+        raise DecodeDirError(f"{recipe} (two levels above --asr-exp {exp}) is not a recipe dir (no path.sh)")
     out = os.path.abspath(a.out)
     work = os.path.abspath(a.work_dir or os.path.join(os.path.dirname(out), "decode_work"))
     src_dir = os.path.abspath(a.data_dir) if a.data_dir else None
@@ -66,7 +110,13 @@ def main(argv=None) -> int:
     else:
         wav_scp = os.path.abspath(a.wav_scp) if a.wav_scp else os.path.join(src_dir, "wav.scp")
     if not os.path.isfile(wav_scp):
-        raise SystemExit(f"decode_dir: {wav_scp} not found")
+        raise DecodeDirError(f"{wav_scp} not found")
+    from pyutils.datadir.io import DataDirError, read_kv
+    try:  # file:line errors now, not from inside a recipe stage
+        if not read_kv(wav_scp):
+            raise DecodeDirError(f"{wav_scp}: no entries")
+    except DataDirError as exc:
+        raise DecodeDirError(str(exc)) from None
     name = "set_" + hashlib.sha1(wav_scp.encode()).hexdigest()[:10]
     data = os.path.join(work, "data", name)
     os.makedirs(data, exist_ok=True)
@@ -74,7 +124,10 @@ def main(argv=None) -> int:
     if src_dir and os.path.isfile(os.path.join(src_dir, "segments")):
         shutil.copyfile(os.path.join(src_dir, "segments"), os.path.join(data, "segments"))
 
-    cmd = ["bash", "local/nvv_asr.sh", "--config", opts, "--stage", "2", "--stop_stage", "6",
+    cmd = ["bash", "local/nvv_asr.sh"]
+    for key, value in recipe_opts.items():
+        cmd += [f"--{key}", value]
+    cmd += ["--stage", "2", "--stop_stage", "6",
            "--skip_train", "true", "--corpora", "none", "--asr_exp", exp,
            "--datadir", os.path.join(work, "data"), "--dumpdir", os.path.join(work, "dump"),
            "--expdir", os.path.join(work, "exp"), "--decode_root", os.path.join(work, "decode"),
@@ -111,7 +164,7 @@ def write_audio_dir_scp(folder: str, scp: str) -> int:
     from pyutils.datadir.io import write_kv
 
     if not os.path.isdir(folder):
-        raise SystemExit(f"decode_dir: --audio-dir {folder} is not a directory")
+        raise DecodeDirError(f"--audio-dir {folder} is not a directory")
     found: dict = {}
     for root, _, files in os.walk(folder):
         for f in sorted(files):
@@ -120,12 +173,12 @@ def write_audio_dir_scp(folder: str, scp: str) -> int:
                 continue
             path = os.path.abspath(os.path.join(root, f))
             if not stem or any(c.isspace() for c in stem):
-                raise SystemExit(f"decode_dir: {path}: a file name without spaces is needed (it becomes the utt_id)")
+                raise DecodeDirError(f"{path}: a file name without spaces is needed (it becomes the utt_id)")
             if stem in found:
-                raise SystemExit(f"decode_dir: {path} and {found[stem]} have the same id {stem!r}")
+                raise DecodeDirError(f"{path} and {found[stem]} have the same id {stem!r}")
             found[stem] = path
     if not found:
-        raise SystemExit(f"decode_dir: no audio ({', '.join(AUDIO_EXTS)}) under {folder}")
+        raise DecodeDirError(f"no audio ({', '.join(AUDIO_EXTS)}) under {folder}")
     write_kv(scp, found)
     return len(found)
 

@@ -31,6 +31,7 @@ import numpy as np
 import soundfile as sf
 
 from pyutils.datadir.io import AudioReadError, read_kv, run_pipe
+from pyutils.file_mode import follow_umask
 
 
 class AudioError(RuntimeError):
@@ -136,6 +137,7 @@ def dump(wav_scp: str, out_dir: str, fs: int, segments: Optional[str] = None,
             print(f"dump_audio: {n}/{len(entries)} recordings", file=sys.stderr)
     for name, lines in (("wav.scp", scp_lines), ("utt2dur", dur_lines)):
         fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.")
+        follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.writelines(lines)
         os.replace(tmp, os.path.join(out_dir, name))

@@ -23,6 +23,7 @@ from typing import Dict, List, Tuple
 
 from pyutils.asr import tags_text, text_norm
 from pyutils.asr.prepare_text import str2bool
+from pyutils.file_mode import follow_umask
 
 
 def read_text(path: str) -> Dict[str, str]:
@@ -76,6 +77,7 @@ def atomic_write(path: str, lines: List[str]) -> None:
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp.")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.writelines(lines)
     os.replace(tmp, path)

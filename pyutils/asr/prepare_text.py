@@ -15,6 +15,7 @@ import sys
 import tempfile
 
 from pyutils.asr import tags_text, text_norm
+from pyutils.file_mode import follow_umask
 
 
 def convert_line(transcript: str, lang: str, nvv_tags: bool) -> str:
@@ -44,6 +45,7 @@ def convert_file(src: str, dst: str, lang: str, nvv_tags: bool) -> int:
                 raise SystemExit(f"{src}:{n}: utterance {utt}: {e}")
     d = os.path.dirname(os.path.abspath(dst))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".text.")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.writelines(out_lines)
     os.replace(tmp, dst)

@@ -23,6 +23,7 @@ from typing import List
 
 from pyutils.asr.prepare_text import str2bool
 from pyutils.asr.tags_text import internal_tokens
+from pyutils.file_mode import follow_umask
 
 
 def write_nlsyms(path: str) -> None:
@@ -33,6 +34,7 @@ def _atomic_write(path: str, content: str) -> None:
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp.")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(content)
     os.replace(tmp, path)

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from pyutils.cli_types import non_negative_float, positive_int
+
 from .common import PrepError, atomic_write_text
 from .prep import Options
 
@@ -28,10 +30,10 @@ def _common(p: argparse.ArgumentParser, nvv: bool = True) -> None:
     p.add_argument("--out", required=True, type=Path, help="output folder of data dirs (data/)")
     p.add_argument("--splits", default=None,
                    help="comma-separated subset of splits/subsets to prepare (default: all)")
-    p.add_argument("--max-duration", type=float, default=30.0,
+    p.add_argument("--max-duration", type=non_negative_float, default=30.0,
                    help="warn about files longer than this many seconds (0: never); data prep "
                         "does not segment long files")
-    p.add_argument("--nj", type=int, default=4, help="threads for probing audio")
+    p.add_argument("--nj", type=positive_int, default=4, help="threads for probing audio")
     p.add_argument("--converter", choices=("ffmpeg", "sox"), default="ffmpeg",
                    help="tool in wav.scp pipes for audio that is not 16 kHz mono WAV/FLAC")
     p.add_argument("--on-bad-row", choices=("error", "skip"), default="error",
@@ -180,6 +182,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"chorus-prep: error: {where}", file=sys.stderr)
         if Path(args.out).is_dir():
             write_log(args.out, argv, where)
+        return 2
+    except OSError as exc:  # a file named on the command line (or by a manifest) cannot be read/written
+        where = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+        print(f"chorus-prep: error: {where}", file=sys.stderr)
         return 2
     write_log(args.out, argv, None)
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shlex
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 from pyutils.safe_paths import name_problem
+from pyutils.file_mode import follow_umask
 
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
@@ -64,7 +66,8 @@ class Row:
         """First present, non-empty value among ``keys``."""
         for key in keys:
             value = self.data.get(key)
-            if value is not None and value != "":
+            # NaN is how JSON (``NaN``), pandas and parquet say "no value": never the text "nan"
+            if value is not None and value != "" and not (isinstance(value, float) and math.isnan(value)):
                 return value
         return default
 
@@ -83,6 +86,8 @@ class Row:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.error(f"field {' / '.join(repr(k) for k in keys)} should be text, "
                              f"got {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(f"field {' / '.join(repr(k) for k in keys)} should be text, got {value}")
         return str(value)
 
 
@@ -189,12 +194,27 @@ def read_table(path: os.PathLike, delimiter: Optional[str] = None) -> Iterator[R
         delimiter = "\t" if path.endswith((".tsv", ".txt", ".list")) else ","
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.DictReader(f, delimiter=delimiter)
-        if reader.fieldnames is None:
-            return
-        for rec in reader:
+        try:
+            if reader.fieldnames is None:
+                return
+        except csv.Error as exc:
+            raise PrepError(f"not a valid {'TSV' if delimiter == chr(9) else 'CSV'} header ({exc})",
+                            path, reader.line_num or 1) from None
+        while True:
+            start = reader.line_num + 1  # the line this record starts on
+            try:
+                rec = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise PrepError(f"not a valid table row ({exc})", path, start) from None
             if None in rec:  # more cells than header columns
                 raise PrepError(f"{len(reader.fieldnames) + len(rec[None])} cells, header has "
                                 f"{len(reader.fieldnames)}", path, reader.line_num)
+            if any("\n" in (v or "") or "\r" in (v or "") for v in rec.values()):
+                # a quote opened and never closed swallows the following lines
+                raise PrepError(f"a quoted cell runs over lines {start}-{reader.line_num} "
+                                f"(an unclosed quote?)", path, start)
             if all((v or "").strip() == "" for v in rec.values()):
                 continue
             yield Row({k.strip(): (v if v is not None else "") for k, v in rec.items()},
@@ -378,6 +398,7 @@ def atomic_write_text(path: os.PathLike, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

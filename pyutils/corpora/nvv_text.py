@@ -64,7 +64,12 @@ def load_label_map(path: str) -> Dict[str, Optional[str]]:
         import yaml
 
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
+            try:
+                data = yaml.safe_load(f) or {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                raise PrepError(f"not valid YAML ({getattr(exc, 'problem', None) or exc})", path,
+                                mark.line + 1 if mark is not None else None) from None
         if not isinstance(data, dict):
             raise PrepError("expected a mapping 'label: tag'", path)
         items = [(str(k), None if v is None else str(v), None) for k, v in data.items()]

@@ -38,6 +38,9 @@ _LANG_ALIASES = {
 }
 
 
+TRACK1_LANGS = ("en", "zh")  # the languages of a Track 1 reference (ref.jsonl)
+
+
 def norm_lang(value: Optional[str]) -> Optional[str]:
     if value is None or str(value).strip() == "":
         return None
@@ -164,6 +167,7 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
     long_files = 0
     total_dur = 0.0
     ref_rows = []
+    not_track1: Counter = Counter()
     for u, text in present:
         inf = infos[str(u.audio)]
         if isinstance(inf, PrepError):
@@ -195,7 +199,10 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
             continue
         total_dur += inf.duration
         if text is not None and write_ref:
-            ref_rows.append({"utt_id": utt, "language": lang, "text_with_nvvs": text})
+            if lang in TRACK1_LANGS:
+                ref_rows.append({"utt_id": utt, "language": lang, "text_with_nvvs": text})
+            else:  # a Track 1 reference holds en/zh only (chorus-score track1 refuses others)
+                not_track1[lang or "unknown"] += 1
     if dropped.get("unreadable audio"):
         warn(f"{corpus}/{split}: {dropped['unreadable audio']} unreadable audio file(s), e.g. "
              f"{examples['unreadable audio'][0]}")
@@ -211,6 +218,11 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
     dd.write(outdir)
     if ref_rows:
         write_jsonl(outdir / "ref.jsonl", sorted(ref_rows, key=lambda r: r["utt_id"]))
+    if not_track1:
+        langs_out = ", ".join(f"{k}: {v}" for k, v in sorted(not_track1.items()))
+        warn(f"{corpus}/{split}: ref.jsonl (the Track 1 reference) holds en/zh rows only; "
+             f"left out {sum(not_track1.values())} utterance(s) ({langs_out}) -- their "
+             f"text is in {outdir / 'text'}, scored by WER/CER (pyutils.asr.wer), not chorus-score track1")
     report = {
         "corpus": corpus,
         "split": split,
@@ -219,6 +231,7 @@ def write_split(corpus: str, split: str, utts: List[Utt], opts: Options,
         "utterances_written": len(dd),
         "hours": round(total_dur / 3600.0, 4),
         "languages": dict(sorted(langs.items())),
+        "not_in_track1_ref": dict(sorted(not_track1.items())),
         "files_longer_than_max_duration": long_files,
         "max_duration": opts.max_duration,
         "policy": {"unmapped": opts.unmapped, "unknown_label": opts.unknown},

@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 import re
 
 from .common import AUDIO_EXTS, PrepError, Row, info, read_manifest, safe_name
-from .prep import Options, Utt, bad_row, norm_lang, write_split
+from .prep import TRACK1_LANGS, Options, Utt, bad_row, norm_lang, write_split
 from .tables import audio_column, find_table_files, iter_table_rows, materialize_audio
 
 MANIFESTS = ("test.jsonl", "test.json", "test.tsv", "list", "test.list", "utt2lang")
@@ -69,12 +69,20 @@ def lang_of_id(utt: str) -> Optional[str]:
     return norm_lang(m.group(1)) if m else None
 
 
+def _check_lang(lang: Optional[str], row=None) -> None:
+    """The Track 1 test set is Chinese and English: another language is a mistake."""
+    if lang is not None and lang not in TRACK1_LANGS:
+        msg = f"language {lang!r}: the Track 1 test set holds zh and en clips only"
+        raise row.error(msg) if row is not None else PrepError(f"--lang {lang}: {msg}")
+
+
 def collect(root: Path, lang: Optional[str] = None,
             opts: Optional[Options] = None) -> Dict[str, List[Utt]]:
     root = Path(root)
     manifest = next((root / m for m in MANIFESTS if (root / m).is_file()), None)
     by_lang: Dict[str, List[Utt]] = defaultdict(list)
     want = norm_lang(lang)
+    _check_lang(want)
     tables = find_table_files(root) if manifest is None else []
     if tables:
         audio_dir = Path(opts.out if opts else ".") / "track1_test_audio"
@@ -96,6 +104,7 @@ def collect(root: Path, lang: Optional[str] = None,
                     if rlang is None:
                         raise row.error(f"no language for {utt!r}: add a language column, "
                                         f"use zh_/en_ ids or pass --lang")
+                    _check_lang(rlang, row)
                     if want and rlang != want:
                         continue
                     audio = materialize_audio(cell, audio_dir / rlang, utt, path.parent, row)
@@ -114,6 +123,7 @@ def collect(root: Path, lang: Optional[str] = None,
             if rlang is None:
                 raise row.error(f"no language for {utt!r}: add a language column, use zh_/en_ "
                                 f"ids or pass --lang")
+            _check_lang(rlang, row)
             if want and rlang != want:
                 continue
             audio = row.get("audio", "wav", "path", "audio_path")

@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 
 from pyutils.wav_header import wav_truncation
+from pyutils.file_mode import follow_umask
 
 
 class DataDirError(ValueError):
@@ -45,11 +46,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     try:
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
         with os.fdopen(fd, mode, **kwargs) as f:
             yield f
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

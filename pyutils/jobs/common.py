@@ -30,6 +30,7 @@ from pathlib import Path
 
 _RANGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+):(\d+)$")
 _SINGLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\d+)$")
+_RANGE_LIKE = re.compile(r"^[A-Z_][A-Z0-9_]*=[^/.]*$")  # looks like a range, matches neither form
 
 #: How many lines of a failing log are echoed to stderr.
 TAIL_LINES = 20
@@ -128,6 +129,8 @@ def parse_argv(argv: list[str], prog: str) -> JobArray:
                 var, start = m.group(1), int(m.group(2))
                 end = start
                 args.pop(0)
+            elif _RANGE_LIKE.match(args[0]):  # JOB=a:2, JOB=1-4, ...: not a log file name
+                raise UsageError(f"{prog}: bad job range {args[0]!r} (expected JOB=1:N or JOB=N)")
     if len(args) < 2 or args[0] in ("-h", "--help"):
         raise UsageError(
             f"usage: {prog} [options] [JOB=1:N] <log-file> <command> [args...]\n"

@@ -85,9 +85,20 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+# options of the backends (slurm.pl maps them through conf/slurm.conf; run.pl uses max_jobs_run)
+QUEUE_OPTIONS = {"mem", "gpu", "num_threads", "time", "max_jobs_run", "config", "name", "num_nodes",
+                 "gpu_limit", "cpu_limit"}
+
+
 def run_array(job: JobArray, prog: str = PROG, max_jobs: int | None = None) -> int:
     """Run every task of ``job``; return 0 or 1 (128+signal if interrupted)."""
     die_with_parent()
+    for name in sorted(set(job.options) - QUEUE_OPTIONS):
+        # Kaldi's run.pl ignores queue options so that one $cmd works on every backend;
+        # an option no backend knows is most likely a typo: say so
+        print(f"{prog}: warning: unknown option --{name.replace('_', '-')} ignored "
+              f"(options: {', '.join('--' + o.replace('_', '-') for o in sorted(QUEUE_OPTIONS))})",
+              file=sys.stderr)
     try:
         lock = ArrayLock(lock_path(job), prog, what=f"{prog} {job.log}")
         with lock:

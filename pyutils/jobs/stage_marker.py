@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from pyutils.file_mode import follow_umask
 
 FORMAT = "chorus-stage-marker-1"
 _SKIP_DIRS = {"log", "q", "__pycache__"}
@@ -68,6 +69,7 @@ def write_marker(marker: str | os.PathLike, files=(), dirs=(), sig: str = "") ->
     data = {"format": FORMAT, "sig": sig, "files": entries}
     base.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{marker.name}.", suffix=".tmp", dir=base)
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")

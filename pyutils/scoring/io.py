@@ -15,6 +15,7 @@ from array import array
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from pyutils.scoring.errors import ScoringError
+from pyutils.file_mode import follow_umask
 
 
 def _open_regular(path: str):
@@ -160,20 +161,6 @@ def id_set_error(n_missing: int, first_missing: Optional[str], n_extra: int, fir
     return ScoringError(code, "; ".join(details), hyp_path)
 
 
-def current_umask() -> int:
-    """The process umask, read without changing it (Linux), else via os.umask."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    old = os.umask(0o022)
-    os.umask(old)
-    return old
-
-
 def check_not_input(output: Optional[str], inputs, option: str) -> None:
     """OUTPUT_IS_INPUT when ``output`` names the same file as one of ``inputs``."""
     if not output:
@@ -212,7 +199,7 @@ def atomic_write_chunks(path: str, chunks: Iterable[bytes]) -> None:
     try:
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
-        os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600; outputs follow the umask
+        follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
         with os.fdopen(fd, "wb") as handle:
             for chunk in chunks:
                 handle.write(chunk)

@@ -32,6 +32,7 @@ from pyutils.scoring.errors import ScoringError
 from pyutils.scoring.io import atomic_write_text, check_not_input, iter_lines, read_kaldi_text
 from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
+from pyutils.file_mode import follow_umask
 
 _SPACES = re.compile(r"[ \t]{2,}")
 _SPECIAL = re.compile(r"(?<!\S)<[^<>\s\[\]]+>(?!\S)")
@@ -93,11 +94,16 @@ def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
               "special_tokens_removed": 0,
               "missing_filled_empty": 0, "unknown_dropped": 0, "duplicates_dropped": 0}
     hyps: Dict[str, str] = {}
+    where: Dict[str, str] = {}  # the first place each repair was made, for the warning
     for line, utt, text in read_kaldi_text(text_path):
         if utt in hyps:
             counts["duplicates_dropped"] += 1  # keep the first, as a Kaldi sort -u would not guarantee
+            where.setdefault("duplicates_dropped", f"{text_path}:{line}: {utt!r}")
             continue
+        n_unsupported = counts["unsupported_tags_removed"]
         hyps[utt] = repair_text(text, counts)
+        if counts["unsupported_tags_removed"] > n_unsupported:
+            where.setdefault("unsupported_tags_removed", f"{text_path}:{line}")
     if ref_ids:
         ids = _ref_ids(ref_ids)
         if not ids:
@@ -120,18 +126,29 @@ def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
              + (f" (ids from {ref_ids})" if ref_ids else " (ids from the decode text; no --ref-ids given)")]
     for key, n in counts.items():
         if n:
-            lines.append(f"  WARNING {key.replace('_', ' ')}: {n}")
+            lines.append(f"  WARNING {key.replace('_', ' ')}: {n}"
+                         + (f" (first: {where[key]})" if key in where else ""))
     if zip_path:
+        _write_zip(zip_path, out_path)
+        lines.append(f"wrote {zip_path} (one file at its root: {os.path.basename(out_path)})")
+    return lines
+
+
+def _write_zip(zip_path: str, member: str) -> None:
+    """``zip_path`` holding ``member`` at its root, written atomically."""
+    tmp = None
+    try:
         folder = os.path.dirname(os.path.abspath(zip_path))
         os.makedirs(folder, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=".zip", dir=folder)
+        follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
         os.close(fd)
-        try:
-            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-                zf.write(out_path, arcname=os.path.basename(out_path))
-            os.replace(tmp, zip_path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        lines.append(f"wrote {zip_path} (one file at its root: {os.path.basename(out_path)})")
-    return lines
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.write(member, arcname=os.path.basename(member))
+        os.replace(tmp, zip_path)
+    except OSError as exc:
+        raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write ({exc.strerror or type(exc).__name__})",
+                           zip_path) from None
+    finally:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)

@@ -268,11 +268,18 @@ def main(argv=None) -> int:
         except LanguageNotSupported as e:
             print(f"chorus-synth: error: {e}", file=sys.stderr)
             return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print(f"chorus-synth {args.kind}: error: --out {args.out}: exists and is not a folder", file=sys.stderr)
+        return 2
     try:
         run(args)
     except SynthArgError as e:
         print(f"chorus-synth {args.kind}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # disk full, permissions, ...: one line, no traceback
+        where = f"{e.filename}: {e.strerror}" if e.filename else str(e)
+        print(f"chorus-synth {args.kind}: error: {where}", file=sys.stderr)
+        return 1
     return 0
 
 

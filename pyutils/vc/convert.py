@@ -29,6 +29,7 @@ from typing import List, Optional
 import numpy as np
 
 from pyutils.vc.evaluate import SR, load_audio, read_pair_table
+from pyutils.file_mode import follow_umask
 
 
 def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
@@ -44,6 +45,7 @@ def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp.", suffix=".wav")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     os.close(fd)
     soundfile.write(tmp, wav, sr, subtype="PCM_16", format="WAV")
     os.replace(tmp, path)

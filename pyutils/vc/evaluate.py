@@ -36,6 +36,7 @@ import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
+from pyutils.file_mode import follow_umask
 
 SR = 16000
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
@@ -244,6 +245,7 @@ def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp.")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("\t".join(COLUMNS) + "\n")
         for row in rows:

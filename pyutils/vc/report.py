@@ -24,6 +24,7 @@ import tempfile
 from typing import Dict, List, Optional
 
 import numpy as np
+from pyutils.file_mode import follow_umask
 
 
 def read_components(path: str) -> List[Dict[str, str]]:
@@ -209,6 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                          score=score_from_json(score_json), plot=plot))
     text = render(sets, args.title, args.note)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp.")
+    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.replace(tmp, args.output)
