@@ -4,8 +4,9 @@
 # run it from a recipe dir, through the recipe's thin run.sh. Stages:
 #   0 corpus   1 data prep   2 format/dump   3 tokens   4 collect stats
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
-# Every stage is resumable (done markers / existing outputs) and logs per job under
-# exp/ or dump/. ESPnet runs only as `python -m espnet2.bin.*`; the time those
+# Every stage is resumable and logs per job under exp/ or dump/. Finished steps leave
+# verified markers (stage_done/stage_mark of utils/stage_prelude.sh: output files with
+# sizes and checksums): a rerun skips them only while their outputs are intact. ESPnet runs only as `python -m espnet2.bin.*`; the time those
 # commands take vs the whole run (the recipe overhead) is printed at the end.
 set -euo pipefail
 # The whole script is one { ... } block, parsed before it runs: editing this file while
@@ -270,15 +271,19 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   _cur_stage=0
   if [ "${use_mini}" = true ]; then
     log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
-    if [ -f "${mini_dir}/.done" ]; then
-      log "stage 0: ${mini_dir}/.done exists, skipping"
-    elif [ "${_mini_given}" = true ]; then
-      echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1
+    if [ "${_mini_given}" = true ]; then
+      [ -f "${mini_dir}/.done" ] || { echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1; }
+      log "stage 0: using ${mini_dir}"
+    elif [ -f "${mini_dir}/.done" ] && { [ -e "${mini_dir}/.stage0.done" ] || : > "${mini_dir}/.stage0.done"; } \
+         && stage_done "${mini_dir}/.stage0.done" --adopt --dir "${mini_dir}"; then   # (a corpus made before markers is adopted)
+      log "stage 0: ${mini_dir} is complete, skipping"
     else
+      rm -f "${mini_dir}/.done"   # chorus-synth makes the corpus again (same arguments)
       # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
       # chorus-synth exits 2 with one message saying what to provide instead
       timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \
         --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
+      stage_mark "${mini_dir}/.stage0.done" --dir "${mini_dir}"
     fi
   else
     log "stage 0: checking the real corpora named in db.sh: ${corpora}"
@@ -313,14 +318,17 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
     for c in ${corpora}; do
       _name=$(echo "${c}" | tr '[:upper:]' '[:lower:]')
       _out=${datadir}/local/${_name}
-      if [ -f "${_out}/.done" ]; then
+      _sig="${!c} ${unmapped}"
+      if stage_done "${_out}/.done" --sig "${_sig}"; then
         log "  ${_out} done, skipping"
       else
         mkdir -p "${_out}"
         # chorus-prep prints its counts (mapped/dropped labels and utterances); kept in prep.log.
         chorus-prep "${_name}" --src "${!c}" --out "${_out}" --unmapped "${unmapped}" --nj "${nj}" \
           2>&1 | tee "${_out}/prep.log"
-        touch "${_out}/.done"
+        # the data dirs (not the audio chorus-prep extracted from tables: wav.scp names it)
+        stage_mark "${_out}/.done" --sig "${_sig}" $(find "${_out}" -mindepth 2 -maxdepth 2 -type f \
+          ! -name '.*' ! -name '*.log' ! -path '*_audio/*' | LC_ALL=C sort)
       fi
       for d in "${_out}"/*/; do
         d=${d%/}; [ -f "${d}/wav.scp" ] || continue
@@ -369,10 +377,11 @@ print(", ".join(f"{k}={v}" for k, v in c.items() if v) or "none")' "${datadir}/$
   if [ -n "${NVV_TRACK1_TEST:-}" ]; then
     _t1=${datadir}/local/track1_test
     log "stage 1: official Track 1 test set ${NVV_TRACK1_TEST} -> ${datadir}/${_t1set} (no references)"
-    if [ ! -f "${_t1}/.done" ]; then
+    if ! stage_done "${_t1}/.done" --sig "${NVV_TRACK1_TEST} ${lang}"; then
       mkdir -p "${_t1}"
       chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" --lang "${lang}" 2>&1 | tee "${_t1}/prep.log"
-      touch "${_t1}/.done"
+      stage_mark "${_t1}/.done" --sig "${NVV_TRACK1_TEST} ${lang}" $(find "${_t1}" -mindepth 2 -maxdepth 2 -type f \
+        ! -name '.*' ! -name '*.log' ! -path '*_audio/*' | LC_ALL=C sort)
     fi
     [ -d "${_t1}/test_${lang}" ] || { echo "$0: ${_t1}/test_${lang} missing after chorus-prep track1_test" >&2; exit 1; }
     rm -rf "${datadir:?}/${_t1set}"; cp -r "${_t1}/test_${lang}" "${datadir}/${_t1set}"
@@ -398,7 +407,10 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       # silence (with a warning) and very short audio is padded.
       _out=${dumpdir}/raw/${dset}; _onerr=silence; _mindur=0.3
     fi
-    if [ -f "${_out}/.done" ] && [ "${_out}/.done" -nt "${_src}/wav.scp" ]; then
+    # made from exactly these inputs and settings
+    _sig=$(for f in wav.scp segments text utt2spk; do [ ! -f "${_src}/${f}" ] || md5sum < "${_src}/${f}"; done
+           echo "${fs} ${_onerr} ${_mindur} ${lang} ${nvv_tags}")
+    if stage_done "${_out}/.done" --sig "${_sig}"; then
       log "  ${_out} done, skipping"; continue
     fi
     rm -rf "${_out}"; mkdir -p "${_out}/logdir"
@@ -420,7 +432,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       python -m pyutils.asr.prepare_text --lang "${lang}" --nvv-tags "${nvv_tags}" "${_src}/text" "${_out}/text"
     fi
     echo raw > "${_out}/feats_type"
-    touch "${_out}/.done"
+    stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances, $(awk '{s+=$2} END {printf "%.1f", s/3600}' "${_out}/utt2dur") h"
   done
   # Remove too short / too long / empty-text utterances from training and validation.
@@ -516,8 +528,9 @@ fi
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
   _cur_stage=5
   log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
-  if [ -f "${asr_exp}/.train.done" ] && [ -e "${asr_exp}/${inference_model}" ]; then
-    log "  ${asr_exp}/.train.done exists, skipping (remove it to train again)"
+  _trained=("${asr_exp}/${inference_model}" "${asr_exp}/config.yaml" "${asr_exp}/recipe_options.sh")
+  if stage_done "${asr_exp}/.train.done" --adopt "${_trained[@]}"; then
+    log "  ${asr_exp} is trained, skipping (remove ${asr_exp}/.train.done to train again)"
   else
     mkdir -p "${asr_exp}"
     _opts=()
@@ -547,7 +560,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
     # Options a later decode needs (read with --config, e.g. by pyutils.asr.decode_dir).
     printf 'lang=%s\ntoken_type=%s\nnbpe=%s\nnvv_tags=%s\nfs=%s\nwhisper=%s\nwhisper_model=%s\n' "${lang}" "${token_type}" \
       "${nbpe}" "${nvv_tags}" "${fs}" "${whisper}" "${whisper_model}" > "${asr_exp}/recipe_options.sh"
-    touch "${asr_exp}/.train.done"
+    stage_mark "${asr_exp}/.train.done" "${_trained[@]}"
   fi
 fi
 

@@ -149,11 +149,15 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
   if ${skip_data_prep}; then
     log "stage 0: skipped (--skip_data_prep true)"
   elif [ "${corpus}" = mini ]; then
-    if [ -f "${corpus_dir}/.done" ]; then
-      log "stage 0: ${corpus_dir}/.done exists, keeping it"
+    # verified marker (utils/stage_prelude.sh), the same as the NVV-ASR recipe's stage 0
+    if [ -f "${corpus_dir}/.done" ] && { [ -e "${corpus_dir}/.stage0.done" ] || : > "${corpus_dir}/.stage0.done"; } \
+       && stage_done "${corpus_dir}/.stage0.done" --adopt --dir "${corpus_dir}"; then
+      log "stage 0: ${corpus_dir} is complete, keeping it"
     else
+      rm -f "${corpus_dir}/.done"
       chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
         --nj "${nj}" --cmd "${train_cmd}"
+      stage_mark "${corpus_dir}/.stage0.done" --dir "${corpus_dir}"
     fi
   else
     . ./db.sh

@@ -20,7 +20,8 @@
 #   8 package     submission/<name>/ (+ .zip), chorus-score validate-vc
 #
 # Every stage prints "stage N: ..." and logs per job under exp/ or dump/; a finished
-# step leaves its output (or a .done marker) and is skipped when run again.
+# step leaves its output (or a verified .done marker, utils/stage_prelude.sh) and is skipped
+# when run again while that output is intact.
 set -euo pipefail
 
 log() {
@@ -177,17 +178,18 @@ asr_decode() {
 # ---------------------------------------------------------------- stage 0
 if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
   log "stage 0: corpus (${corpus}) -> ${corpus_dir}"
-  if [ -f "${corpus_dir}/.done" ]; then
-    log "stage 0: ${corpus_dir}/.done exists, keeping it"
+  if [ -f "${corpus_dir}/.done" ] && stage_done "${corpus_dir}/.done" --adopt --dir "${corpus_dir}/data"; then
+    log "stage 0: ${corpus_dir} is complete, keeping it"
   elif [ "${corpus}" = mini ]; then
+    rm -f "${corpus_dir}/.done"   # verified marker (utils/stage_prelude.sh); chorus-synth redoes the corpus
     chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
-    [ -f "${corpus_dir}/.done" ] || touch "${corpus_dir}/.done"
+    stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}"
   else
     [ -n "${VLSP2025_VC:-}" ] || { echo "$0: --corpus vlsp2025 needs VLSP2025_VC=<dir> in db.sh" >&2; exit 1; }
     mkdir -p "${corpus_dir}/pairs"
     chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
       --pairs-out "${corpus_dir}/pairs/test.tsv"
-    touch "${corpus_dir}/.done"
+    stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
   fi
 fi
 
@@ -229,7 +231,8 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   log "stage 2: format audio (16 kHz mono PCM16) -> ${dumpdir}/raw"
   for s in ${_dump_sets}; do
     _src=${datadir}/${s}; _out=${dumpdir}/raw/${s}
-    if [ -f "${_out}/.done" ] && [ "${_out}/.done" -nt "${_src}/wav.scp" ]; then
+    _sig=$(for f in wav.scp text utt2spk; do [ ! -f "${_src}/${f}" ] || md5sum < "${_src}/${f}"; done)
+    if stage_done "${_out}/.done" --sig "${_sig}"; then
       log "  ${_out} done, skipping"; continue
     fi
     rm -rf "${_out}"; mkdir -p "${_out}/log"
@@ -246,7 +249,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     for f in text text.orig utt2spk spk2utt pairs.tsv; do
       [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_out}/${f}"
     done
-    touch "${_out}/.done"
+    stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances"
   done
 fi
@@ -278,8 +281,8 @@ spk_extract() {
 if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   if [ -n "${pretrained_spk}" ]; then
     log "stage 3: speaker model: pretrained ${pretrained_spk} (task 1), not trained"
-  elif [ -f "${spk_exp}/.train.done" ]; then
-    log "stage 3: ${spk_exp}/.train.done exists, not training again"
+  elif stage_done "${spk_exp}/.train.done" --adopt "${spk_exp}/${spk_inference_model}" "${spk_exp}/config.yaml"; then
+    log "stage 3: ${spk_exp} is trained, not training again"
   else
     log "stage 3: train the speaker model (${spk_config}) -> ${spk_exp}"
     _tr=${dumpdir}/raw/spk_train
@@ -312,7 +315,7 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
         --resume true --output_dir "${spk_exp}" ${spk_args}
     [ -e "${spk_exp}/${spk_inference_model}" ] || { echo "$0: no ${spk_exp}/${spk_inference_model}; see ${spk_exp}/train.log" >&2; exit 1; }
     grep -o "valid\] eer=[0-9.]*" "${spk_exp}/train.log" | tail -n 1 | sed 's/^/  last epoch: /' || true
-    touch "${spk_exp}/.train.done"
+    stage_mark "${spk_exp}/.train.done" "${spk_exp}/${spk_inference_model}" "${spk_exp}/config.yaml"
   fi
   log "stage 3: speaker embeddings -> ${emb_dir}/<set>/xvector.scp"
   _emb_sets="tr_text dev_text"

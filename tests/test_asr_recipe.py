@@ -161,3 +161,48 @@ def test_decode_dir_rejects_untrained_exp(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pyutils.asr.decode_dir", "--asr-exp", str(tmp_path / "exp" / "asr_x"),
                         "--wav-scp", str(scp), "--out", str(tmp_path / "text")], capture_output=True, text=True)
     assert r.returncode != 0 and "config.yaml not found" in r.stderr
+
+
+def _tiny_mini_corpus(d):
+    """A mini corpus of 2 utterances per split, in the layout chorus-synth nvv writes."""
+    for s in ("train", "dev", "test"):
+        dd = d / "data" / s
+        dd.mkdir(parents=True)
+        ids = [f"spk1-{s}{i}" for i in range(2)]
+        for u in ids:
+            sf.write(d / f"{u}.wav", _tone(16000, sec=0.6), 16000, subtype="PCM_16")
+        (dd / "wav.scp").write_text("".join(f"{u} {d / (u + '.wav')}\n" for u in ids))
+        (dd / "text").write_text("".join(f"{u} hello there [laugh]\n" for u in ids))
+        (dd / "utt2spk").write_text("".join(f"{u} spk1\n" for u in ids))
+        (dd / "spk2utt").write_text("spk1 " + " ".join(ids) + "\n")
+        (dd / "utt2dur").write_text("".join(f"{u} 0.6\n" for u in ids))
+    (d / ".done").write_text("")
+
+
+def test_stage2_redoes_a_dump_whose_output_was_deleted(tmp_path):
+    """finding 2 for local/nvv_asr.sh: a deleted or damaged dump is detected and redone."""
+    mini = tmp_path / "mini"
+    _tiny_mini_corpus(mini)
+    rdir = tmp_path / "egs" / "nvv_asr_en"
+    rdir.mkdir(parents=True)
+    for p in (ROOT / "egs" / "nvv_asr_en").iterdir():
+        if p.name in ("cmd.sh", "conf", "db.sh", "local", "path.sh", "run.sh", "utils"):
+            (rdir / p.name).symlink_to(p.resolve())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "2", "--nj", "1"]
+    r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    dump = rdir / "dump" / "raw" / "test"
+    wavs = sorted((dump / "data").rglob("*.wav"))
+    assert len(wavs) == 2
+    r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
+    assert "dump/raw/test done, skipping" in r.stdout, r.stdout[-2000:]
+    wavs[0].unlink()
+    r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"missing {wavs[0].relative_to(rdir)}" in r.stderr and "doing that step again" in r.stderr
+    assert "dump/raw/test done, skipping" not in r.stdout and wavs[0].is_file()
+    with open(dump / "utt2dur", "a") as f:                       # damaged
+        f.write("junk 1.0\n")
+    r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
+    assert "changed size" in r.stderr and "junk" not in (dump / "utt2dur").read_text()

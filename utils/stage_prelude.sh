@@ -64,3 +64,28 @@ if [ -n "${1:-}" ]; then
 fi
 unset _sp_name _sp_val _sp_max _sp_stat _sp_fields _sp_root _sp_py
 unset -f _sp_fail
+
+# 3. Verified stage markers (pyutils.jobs.stage_marker: the output files with sizes and
+#    SHA-256), the one implementation behind every stage script's "already done" test:
+#      if stage_done MARKER [--sig S] [--adopt (FILE | --dir DIR)...]; then skip; fi
+#      ... run the stage ...
+#      stage_mark MARKER [--sig S] (FILE | --dir DIR)...
+#    stage_done fails (and says why, when a marker was there) if an output is missing,
+#    changed, or was made from other inputs/settings (--sig): the stage is then redone.
+#    --adopt: an old empty marker whose outputs exist is upgraded instead of redone.
+_chorus_root="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)"
+_chorus_marker() {
+  local py="${_chorus_root}/tools/venv/bin/python"
+  [ -x "${py}" ] || py=python3
+  PYTHONPATH="${_chorus_root}${PYTHONPATH:+:${PYTHONPATH}}" "${py}" -m pyutils.jobs.stage_marker "$@"
+}
+stage_done() {
+  local why
+  if why=$(_chorus_marker check "$@"); then
+    [ -n "${why}" ] && echo "$(basename "$0"): ${why}" >&2
+    return 0
+  fi
+  [ -e "$1" ] && echo "$(basename "$0"): ${why}: doing that step again" >&2
+  return 1
+}
+stage_mark() { _chorus_marker write "$@"; }

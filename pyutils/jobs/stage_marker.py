@@ -8,9 +8,14 @@ checks them and redoes the stage when anything is missing, changed or was made
 from other inputs::
 
     python -m pyutils.jobs.stage_marker write MARKER [--sig TEXT] (FILE | --dir DIR)...
-    python -m pyutils.jobs.stage_marker check MARKER [--sig TEXT]
+    python -m pyutils.jobs.stage_marker check MARKER [--sig TEXT] [--adopt (FILE | --dir DIR)...]
         # exit 0: every recorded file is there, same size and checksum;
         # exit 1: not valid, the first reason on stdout (e.g. "missing model.pt")
+
+``--adopt``: a marker of the old kind (an empty ``touch``ed file) whose listed
+outputs all exist is replaced by one that vouches for them (once, when a run
+made before verified markers is resumed), instead of redoing the stage.
+The shell side of this (``stage_done``/``stage_mark``) is in utils/stage_prelude.sh.
 
 Paths are stored relative to the marker's folder. ``--dir DIR`` records every
 file under DIR except log folders, temporary files and markers.
@@ -28,7 +33,7 @@ from pathlib import Path
 from pyutils.file_mode import follow_umask
 
 FORMAT = "chorus-stage-marker-1"
-_SKIP_DIRS = {"log", "q", "__pycache__"}
+_SKIP_DIRS = {"log", "logdir", "q", "__pycache__"}
 
 
 def checksum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -103,6 +108,12 @@ def check_marker(marker: str | os.PathLike, sig: str | None = None) -> str | Non
     return None
 
 
+def _is_legacy(marker) -> bool:
+    """An old-style marker: an empty file made by ``touch``."""
+    p = Path(marker)
+    return p.is_file() and p.stat().st_size == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pyutils.jobs.stage_marker", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,13 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--sig", default="")
     c = sub.add_parser("check")
     c.add_argument("marker")
+    c.add_argument("files", nargs="*")
     c.add_argument("--sig", default=None)
+    c.add_argument("--dir", action="append", default=[])
+    c.add_argument("--adopt", action="store_true")
     args = sys.argv[1:] if argv is None else list(argv)
     # options may come between the marker and the files (``write M --sig S FILE...``):
     # move them before the positionals (argparse stops filling nargs="*" at an option)
     opts, rest, i = [], [], 1
     while i < len(args):
-        if args[i] in ("--sig", "--dir") and i + 1 < len(args):
+        if args[i] == "--adopt":
+            opts.append(args[i])
+            i += 1
+        elif args[i] in ("--sig", "--dir") and i + 1 < len(args):
             opts += args[i:i + 2]
             i += 2
         else:
@@ -137,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stage_marker: nothing to vouch for in {a.marker}", file=sys.stderr)
             return 2
         return 0
+    if a.adopt and (a.files or a.dir) and _is_legacy(a.marker):
+        outputs = [Path(f) for f in a.files] + [Path(d) for d in a.dir]
+        if all(p.exists() for p in outputs) and not any(p.is_dir() and not _files_under(p) for p in outputs):
+            write_marker(a.marker, a.files, a.dir, a.sig or "")
+            print(f"{a.marker}: an older marker; now vouches for the outputs it finds")
+            return 0
     why = check_marker(a.marker, a.sig)
     if why:
         print(why)
