@@ -25,3 +25,21 @@ def non_negative_float(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
     return value
+
+
+def tolerant_output() -> None:
+    """Let stdout/stderr print any file name.
+
+    A name that is not valid UTF-8 (``caf\\xe9.wav`` from a latin-1 system)
+    reaches Python as a lone surrogate, which a strict UTF-8 stream (path.sh
+    sets PYTHONIOENCODING=UTF-8) refuses with a traceback; it is shown
+    escaped instead (``caf\\udce9.wav``).
+    """
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a closed or odd stream
+                pass

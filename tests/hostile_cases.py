@@ -1071,6 +1071,92 @@ def _(d):
                   where=str(d / "nope"), nonzero=True)
 
 
+# ----------------------------------------------------------------- bad bytes far down, odd file names
+@case("prep-generic-latin1-on-line-2999")
+def _(d):
+    wav(d / "a.wav")
+    lines = [json.dumps({"audio": "a.wav", "utt_id": f"u{i}", "text": "hello"}).encode() for i in range(3000)]
+    lines[2998] = lines[2998].replace(b"hello", b"h" + b"\xe9" + b"llo")
+    man = write(d / "m.jsonl", b"\n".join(lines) + b"\n")
+    return Expect(prep("generic", "--src", man, "--out", d / "out", "--lang", "en"), where=f"{man}:2999")
+
+
+@case("datadir-validate-latin1-on-line-2999")
+def _(d):
+    dd = datadir_files(d / "data")
+    ids = [f"u{i:04d}" for i in range(3000)]
+    w = d / "audio" / "u0.wav"
+    write(dd / "wav.scp", "".join(f"{u} {w}\n" for u in ids))
+    write(dd / "utt2spk", "".join(f"{u} {u}\n" for u in ids))
+    write(dd / "spk2utt", "".join(f"{u} {u}\n" for u in ids))
+    text = [f"{u} hello".encode() for u in ids]
+    text[2998] += b" caf\xe9"
+    write(dd / "text", b"\n".join(text) + b"\n")
+    return Expect(datadir("validate", "--no-wav", dd), where=f"{dd / 'text'}:2999", nonzero=True)
+
+
+@case("score-validate-track2-latin1-file-name")
+def _(d):
+    # a name that is not UTF-8 is printed escaped (no UnicodeEncodeError under PYTHONIOENCODING=UTF-8)
+    sub = d / "sub"
+    wav(sub / "u1.wav")
+    os.rename(wav(sub / "tmp.wav"), bytes(sub) + b"/caf\xe9.wav")
+    ref = jsonl(d / "ref.jsonl", [{"utt_id": "u1"}])
+    return Expect(score("validate-track2", "--dir", sub, "--ref", ref), where=f"{sub}/caf\\udce9.wav",
+                  text="UNKNOWN_SAMPLES")
+
+
+@case("decode_dir-audio-dir-latin1-file-name")
+def _(d):
+    exp = _fake_asr_exp(d)
+    os.rename(wav(d / "clips" / "tmp.wav"), bytes(d) + b"/clips/caf\xe9 x.wav")
+    return Expect(decode_dir("--asr-exp", exp, "--audio-dir", d / "clips", "--out", d / "o.text"),
+                  text="file name without spaces", nonzero=True)
+
+
+# ----------------------------------------------------------------- chorus-sqa with a (tiny, untrained) model
+def _sqa_model(d: Path) -> Path:
+    import numpy as np
+    import torch
+    from pyutils.sqa.common import FAULTS
+    from pyutils.sqa.model import ModelConfig, SQAModel, save_model
+    torch.manual_seed(0)
+    m = d / "exp"
+    m.mkdir(parents=True)
+    save_model(str(m / "model.pt"), SQAModel(ModelConfig(input_dim=80, conv_channels=8, rnn_hidden=4, rnn_layers=1)),
+               {"mean": np.zeros(80, np.float32), "std": np.ones(80, np.float32)})
+    prm = {"median": 1, "threshold": 0.5, "merge_gap": 0.0, "min_dur": 0.0, "utt_threshold": 0.0}
+    write(m / "postproc.json", json.dumps({"params": {f: prm for f in FAULTS}}))
+    return m
+
+
+@case("sqa-input-missing")
+def _(d):
+    return Expect(sqa("--model", _sqa_model(d), d / "nope.wav"), where=str(d / "nope.wav"), nonzero=True)
+
+
+@case("sqa-input-latin1-file-name", "success")
+def _(d):
+    m = _sqa_model(d)
+    os.rename(wav(d / "clips" / "tmp.wav", seconds=1.0), bytes(d) + b"/clips/caf\xe9.wav")
+    return Expect(sqa("--model", m, d / "clips"), code=0, text="caf\\udce9.wav: score")
+
+
+@case("sqa-input-only-junk")
+def _(d):
+    m = _sqa_model(d)
+    junk = write(d / "clips" / "a.wav", b"RIFF junk")
+    return Expect(sqa("--model", m, d / "clips"), where=str(junk), nonzero=True)
+
+
+@case("sqa-postproc-json-broken")
+def _(d):
+    m = _sqa_model(d)
+    write(m / "postproc.json", b'{"params": ' + LATIN1)
+    wav(d / "clips" / "a.wav", seconds=1.0)
+    return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
+
+
 # ----------------------------------------------------------------- running and classifying
 def _env(root: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -1124,6 +1210,7 @@ class _Running:
             sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace",
                                                closefd=False, buffering=1)
             sys.argv = [module, *args]
+            sys.modules.pop(module, None)  # pre-imported by the parent: run it afresh as __main__
             try:
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
                 code = 0

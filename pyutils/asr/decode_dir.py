@@ -63,6 +63,8 @@ def read_recipe_options(path: str) -> dict:
 
 
 def main(argv=None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     try:
         return _main(argv)
     except DecodeDirError as exc:

@@ -163,6 +163,8 @@ def write_log(out: Path, argv: List[str], error: Optional[str]) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     from . import prep

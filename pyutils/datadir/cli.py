@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "subset":
         argv = _preprocess_subset(argv)

@@ -157,6 +157,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     args = build_parser().parse_args(argv)
     try:
         return _run(args)

@@ -168,6 +168,8 @@ def format_row(path: str, row: dict) -> str:
 
 
 def main(argv=None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     p = argparse.ArgumentParser(prog="chorus-sqa", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="trained model dir (exp/sqa_<tag> with model.pt, postproc.json)")

@@ -11,6 +11,8 @@ only one window is held in memory.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 from typing import Iterator, Tuple
 
@@ -41,7 +43,7 @@ class Scan:
 
 def _open(path: str) -> sf.SoundFile:
     try:
-        return sf.SoundFile(path)
+        return sf.SoundFile(os.fsencode(path))  # bytes: a file name that is not UTF-8 opens too
     except Exception as exc:  # LibsndfileError, RuntimeError, OSError
         raise AudioError(f"{path}: unreadable audio ({type(exc).__name__}: {exc})") from exc
 

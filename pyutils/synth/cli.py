@@ -258,6 +258,8 @@ def run(args) -> Path:
 
 
 def main(argv=None) -> int:
+    from pyutils.cli_types import tolerant_output
+    tolerant_output()
     from pyutils.synth.io import SynthArgError
     args = build_parser().parse_args(argv)
     if args.kind == "nvv":
