@@ -92,6 +92,7 @@ case "${preset}" in
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
+[ -z "${infer_jsonl}" ] || [ -f "${infer_jsonl}" ] || { echo "$0: --infer_jsonl ${infer_jsonl} not found" >&2; exit 2; }
 : "${tts_config:=${_cfg}}"
 : "${valid_max_utts:=${_nv}}"
 : "${test_max_utts:=${_nt}}"

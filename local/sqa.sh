@@ -90,6 +90,7 @@ trap 'echo $(( SECONDS + prior_seconds )) > "${exp_dir}/.sqa_seconds"' EXIT
 
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   if [ -n "${real_corpus}" ]; then
+    [ -d "${real_corpus}" ] || { echo "$0: --qualispeech ${real_corpus} is not a directory" >&2; exit 2; }
     log "stage 0: using QualiSpeech at ${real_corpus}; nothing to generate"
   elif [ -f "${corpus_dir}/.done" ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"

@@ -968,6 +968,26 @@ RUN_OPTS = [("stage-abc", ["--stage", "abc"], "--stage", 2),
             ("positional", ["extra"], "extra", 2),
             ("nj-zero", ["--nj", "0"], "--nj", 2),
             ("nj-abc", ["--nj", "abc"], "--nj", 2)]
+RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
+    "nvv_asr_en": [("token-type-bogus", ["--token_type", "words"], "--token_type"),
+                   ("unmapped-bogus", ["--unmapped", "keep"], "--unmapped"),
+                   ("whisper-maybe", ["--whisper", "maybe"], "--whisper"),
+                   ("lang-unknown", ["--lang", "xx-nope"], "xx-nope"),
+                   ("mini-dir-missing", ["--mini_dir", "/nonexistent/mini"], "/nonexistent/mini")],
+    "nvv_tts": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
+                ("infer-jsonl-missing", ["--stage", "6", "--stop-stage", "6", "--infer_jsonl", "/nonexistent.jsonl"],
+                 "/nonexistent")],
+    "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
+             ("pairs-missing", ["--pairs", "/nonexistent/pairs.tsv"], "/nonexistent/pairs.tsv")],
+    "sqa": [("qualispeech-missing", ["--qualispeech", "/nonexistent/qs"], "/nonexistent/qs")],
+}
+for _recipe, _opts in RECIPE_OPTS.items():
+    for _name, _args, _text in _opts:
+        CASES.append(Case(
+            f"run.sh-{_recipe}-{_name}",
+            (lambda r, a, t: lambda d: Expect(["./run.sh", *(["--stop-stage", "0"] if "--stop-stage" not in a else []), *a],
+                                              cwd=str(recipe_copy(d, r)), text=t, nonzero=True,
+                                              timeout=90))(_recipe, _args, _text)))
 for _recipe in RECIPES:
     for _name, _args, _text, _code in RUN_OPTS:
         CASES.append(Case(
