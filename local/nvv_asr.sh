@@ -278,7 +278,9 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
          && stage_done "${mini_dir}/.stage0.done" --adopt --dir "${mini_dir}"; then   # (a corpus made before markers is adopted)
       log "stage 0: ${mini_dir} is complete, skipping"
     else
-      rm -f "${mini_dir}/.done"   # chorus-synth makes the corpus again (same arguments)
+      # a finished corpus whose files were deleted or changed is made anew (chorus-synth alone
+      # would resume and keep the damage); an unfinished one is resumed
+      if [ -f "${mini_dir}/.done" ]; then rm -rf "${mini_dir}"; fi
       # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
       # chorus-synth exits 2 with one message saying what to provide instead
       timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \

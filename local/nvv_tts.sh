@@ -155,7 +155,7 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
        && stage_done "${corpus_dir}/.stage0.done" --adopt --dir "${corpus_dir}"; then
       log "stage 0: ${corpus_dir} is complete, keeping it"
     else
-      rm -f "${corpus_dir}/.done"
+      if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi   # damaged: made anew (as nvv_asr.sh)
       chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
         --nj "${nj}" --cmd "${train_cmd}"
       stage_mark "${corpus_dir}/.stage0.done" --dir "${corpus_dir}"

@@ -181,7 +181,8 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
   if [ -f "${corpus_dir}/.done" ] && stage_done "${corpus_dir}/.done" --adopt --dir "${corpus_dir}/data"; then
     log "stage 0: ${corpus_dir} is complete, keeping it"
   elif [ "${corpus}" = mini ]; then
-    rm -f "${corpus_dir}/.done"   # verified marker (utils/stage_prelude.sh); chorus-synth redoes the corpus
+    # verified marker (utils/stage_prelude.sh): a damaged corpus is made anew, an unfinished one resumed
+    if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi
     chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
     stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}"
   else
