@@ -6,8 +6,9 @@
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
 # Every stage is resumable and logs per job under exp/ or dump/. Finished steps leave
 # verified markers (stage_done/stage_mark of utils/stage_prelude.sh: output files with
-# sizes and checksums): a rerun skips them only while their outputs are intact. ESPnet runs only as `python -m espnet2.bin.*`; the time those
-# commands take vs the whole run (the recipe overhead) is printed at the end.
+# sizes and checksums): a rerun skips them only while their outputs are intact.
+# ESPnet runs only as `python -m espnet2.bin.*`; the time those commands take vs the
+# whole run (the recipe overhead) is printed at the end.
 set -euo pipefail
 # The whole script is one { ... } block, parsed before it runs: editing this file while
 # a long run is going cannot change (or break) that run.
@@ -559,7 +560,8 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
         --resume true --fold_length 80000 --fold_length 150 \
         --output_dir "${asr_exp}" "${_opts[@]}" ${asr_args}
     [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: training ended without ${asr_exp}/${inference_model}; see ${asr_exp}/train.log" >&2; exit 1; }
-    # Options a later decode needs (read with --config, e.g. by pyutils.asr.decode_dir).
+    # Options a later decode needs (parsed, never sourced, by pyutils.asr.decode_dir:
+    # key=value lines with plain values).
     printf 'lang=%s\ntoken_type=%s\nnbpe=%s\nnvv_tags=%s\nfs=%s\nwhisper=%s\nwhisper_model=%s\n' "${lang}" "${token_type}" \
       "${nbpe}" "${nvv_tags}" "${fs}" "${whisper}" "${whisper_model}" > "${asr_exp}/recipe_options.sh"
     stage_mark "${asr_exp}/.train.done" "${_trained[@]}"
