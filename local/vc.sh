@@ -12,7 +12,8 @@
 #   3 speaker     ESPnet-SPK x-vector trained on transcribed + audio-only speech;
 #                 embeddings of training utterances and of every reference clip
 #   4 ASR         Vietnamese character ASR (local/nvv_asr.sh stages 2-6)
-#   5 TTS         multi-speaker TTS conditioned on the embeddings (local/nvv_tts.sh 2-5)
+#   5 TTS         multi-speaker FastSpeech conditioned on the embeddings, token durations
+#                 from an HMM forced alignment of the training speech (local/nvv_tts.sh 2-5)
 #   6 convert     ASR of the sources -> TTS with the references' embeddings ->
 #                 exp/vc/convert_<name>/wav/<converted name> (16 kHz PCM16), validated
 #   7 evaluate    SIM(ref,out), SIM(src,out) (resemblyzer), MOS (DNSMOS), WER (pretrained Whisper judge)
@@ -69,11 +70,11 @@ asr_args=                # extra espnet2.bin.asr_train arguments
 asr_inference_model=valid.acc.ave.pth
 pretrained_asr=          # task 1: ESPnet ASR exp dir (config.yaml + ${asr_inference_model})
 # TTS
-tts_config=              # default: conf/train_tts_vi_<preset>.yaml
+tts_config=              # default: conf/train_fastspeech_vi_<preset>.yaml (FastSpeech, aligned durations)
 tts_args=                # extra ESPnet TTS trainer arguments
-tts_token_type=char      # char|phn (espeak-ng Vietnamese phonemes)
+tts_token_type=phn       # phn (espeak-ng Vietnamese phonemes, tone on the vowel) | char (NFC letters)
 tts_inference_model=latest.pth
-tts_inference_args="--maxlenratio 5.0 --minlenratio 0.0"  # Tacotron2: <= 5 decoder steps per character
+tts_inference_args=      # extra espnet2.bin.tts_inference arguments (e.g. "--speed_control_alpha 1.1"; Tacotron2 configs: "--maxlenratio 5.0")
 tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR transcripts
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
 # conversion / evaluation
@@ -127,7 +128,7 @@ done
 
 : "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
 : "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
-: "${tts_config:=conf/train_tts_vi_${preset}.yaml}"
+: "${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}"
 if [ -z "${corpus_dir}" ]; then
   case "${corpus}" in
     mini) corpus_dir=corpus/mini_vc_${preset} ;;
@@ -407,16 +408,12 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     log "  ASR of the ${name} sources"
     asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
+    # Every pair must be converted: a pair whose reference clip has no embedding is an
+    # error naming it; an empty ASR transcript gets a one-syllable placeholder ('a'),
+    # counted, named in the log and listed in ${tts_data}/${name}_pairs/empty_text_fallback.
     python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/${_src}/text" \
       --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
-      --out "${tts_data}/${name}_pairs"
-    _n=$(nlines "${dumpdir}/raw/${_src}/wav.scp"); _nt=$(nlines "${tts_data}/${name}_pairs/text")
-    if [ "${_nt}" -lt "${_n}" ]; then
-      log "  WARNING: $((_n - _nt)) of ${_n} sources got an empty ASR transcript; they get a one-syllable placeholder ('a')"
-      python -m pyutils.vc.prep tts-dir --text <(awk 'NF==1 {print $1, "a"; next} {print}' "${asr_exp}/decode/${_src}/text") \
-        --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
-        --out "${tts_data}/${name}_pairs"
-    fi
+      --out "${tts_data}/${name}_pairs" --strict --empty-text a
     log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
     {
       ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${name}_pairs" --spk_embed_dim "${_edim}"
@@ -445,43 +442,49 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
       "${dumpdir}/raw/${_src}/pairs.tsv" | sort > "${dumpdir}/raw/${_o}/wav.scp"
     awk '{print $1, $1}' "${dumpdir}/raw/${_o}/wav.scp" > "${dumpdir}/raw/${_o}/utt2spk"
     cp "${dumpdir}/raw/${_o}/utt2spk" "${dumpdir}/raw/${_o}/spk2utt"
-    if [ "${wer_asr}" = judge ]; then
-      mkdir -p "${_e}/log"
-      # independent judge on the outputs and, as the reference point, on the sources
-      for _w in "${_o}" "${_src}"; do
-        python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
-          --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text" > "${_e}/log/judge_${_w}.log" 2>&1 \
-          || { tail -n 20 "${_e}/log/judge_${_w}.log" >&2; exit 1; }
-      done
-      _hyp=${_e}/judge/${_o}/text
-    else
-      asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
-      _hyp=${asr_exp}/decode/${_o}/text
-    fi
+    mkdir -p "${_e}/log"
+    # Both listeners, every time: the independent judge (pretrained Whisper, as VLSP scores
+    # with a pretrained ASR) and the recipe's own ASR, each on the outputs and on the sources
+    # (the sources give each listener's ceiling on this data). --wer_asr picks the Score's.
+    for _w in "${_o}" "${_src}"; do
+      python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
+        --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text" > "${_e}/log/judge_${_w}.log" 2>&1 \
+        || { tail -n 20 "${_e}/log/judge_${_w}.log" >&2; exit 1; }
+    done
+    asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    if [ "${wer_asr}" = judge ]; then _hyp=${_e}/judge/${_o}/text; else _hyp=${asr_exp}/decode/${_o}/text; fi
     # reference words: the source transcript, else the ASR transcript of the source
     if [ -f "${dumpdir}/raw/${_src}/text" ]; then
       _ref=${dumpdir}/raw/${_src}/text; _refdesc="source transcripts"
     else
       _ref=${asr_exp}/decode/${_src}/text; _refdesc="ASR transcripts of the sources (no source transcripts)"
     fi
-    log "  WER reference: ${_refdesc}; WER by: ${wer_asr}"
-    if [ "${wer_asr}" = judge ] && [ -f "${dumpdir}/raw/${_src}/text" ]; then
-      _jw=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_e}/judge/${_src}/text")
-      echo "${_jw}" > "${_e}/judge_wer_sources.txt"
-      log "  judge WER on the source recordings (its ceiling on this data): ${_jw}"
-    fi
+    log "  WER reference: ${_refdesc}; Score's WER by: ${wer_asr}"
+    rm -f "${_e}/wer_table.tsv"
+    for _row in "judge:${_e}/judge/${_src}/text:judge (Whisper base) on the source recordings (its ceiling)" \
+                "judge:${_e}/judge/${_o}/text:judge (Whisper base) on the converted outputs" \
+                "recipe:${asr_exp}/decode/${_src}/text:recipe ASR on the source recordings (the cascade's text)" \
+                "recipe:${asr_exp}/decode/${_o}/text:recipe ASR on the converted outputs"; do
+      IFS=: read -r _by _h _label <<< "${_row}"
+      [ "${_h}" = "${_ref}" ] && continue   # no transcripts: the ASR of the sources is the reference
+      _v=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_h}")
+      printf '%s\t%s\t%s\n' "${_label}" "${_v}" "$([ "${_by}" = "${wer_asr}" ] && [ "${_h}" = "${_hyp}" ] && echo "Score" || true)" \
+        >> "${_e}/wer_table.tsv"
+      log "  corpus WER, ${_label}: ${_v}"
+    done
+    grep "judge (Whisper base) on the source" "${_e}/wer_table.tsv" | cut -f2 > "${_e}/judge_wer_sources.txt" || true
     ${decode_cmd} "${_e}/log/evaluate.log" \
       python -m pyutils.vc.evaluate --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
         --out-dir "${vc_exp}/convert_${name}/wav" --ref-text "${_ref}" \
         --hyp-text "${_hyp}" --output "${_e}/components.tsv"
     tail -n 1 "${_e}/log/evaluate.log"
     chorus-score vc --hyp "${_e}/components.tsv" --output-json "${_e}/score.json" | sed 's/^/  /'
-    _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json")
+    _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json" --wer-table "${name}" "${_e}/wer_table.tsv")
   done
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
-    --note "WER: $([ "${wer_asr}" = judge ] && echo "pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data); judge WER on the source recordings (its ceiling on this data): $(cat "${vc_exp}"/eval_*/judge_wer_sources.txt 2>/dev/null | tr '\n' ' ')" || echo "the recipe's own ASR")." \
+    --wer-by "$([ "${wer_asr}" = judge ] && echo "the pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data; VLSP scores with a pretrained ASR too, so the judge is the faithful proxy)" || echo "the recipe's own ASR (trained on this corpus: a lenient listener)")" \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"

@@ -48,6 +48,21 @@ def test_missing_tts_outputs_reported_together(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_empty_or_silent_tts_outputs_refused_by_pair(tmp_path, capsys):
+    table = _pair_table(tmp_path, ["p1", "p2", "p3"])
+    tts = tmp_path / "tts"
+    tts.mkdir()
+    t = np.arange(16000) / 16000
+    sf.write(tts / "p1.wav", (0.3 * np.sin(2 * np.pi * 150 * t)).astype(np.float32), 16000)
+    sf.write(tts / "p2.wav", np.zeros(0, np.float32), 16000)
+    sf.write(tts / "p3.wav", np.zeros(16000, np.float32), 16000)
+    assert C.main(["--pairs", table, "--tts-dir", str(tts), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "2 TTS output(s) unusable" in err
+    assert "p2: empty (0 samples)" in err and "p3: silent" in err and "p1:" not in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_pitch_shift_moves_f0():
     sr = 16000
     t = np.arange(sr) / sr
@@ -108,5 +123,34 @@ def test_tts_dir_joins_text_and_embeddings(tmp_path):
     (tmp_path / "xv.scp").write_text("p1 ark:1\np2 ark:2\n")
     n = PR.tts_dir(str(tmp_path / "text"), str(tmp_path / "utt2spk"), str(tmp_path / "xv.scp"),
                    str(tmp_path / "out"))
-    assert n == 1   # p2 has no text, p3 no embedding
+    assert n == (1, [])   # training set: p2 has no text, p3 no embedding, both left out
     assert (tmp_path / "out" / "spk_embed.scp").read_text() == "p1 ark:1\n"
+
+
+def _pairs_tts_inputs(tmp_path, text, emb):
+    (tmp_path / "text").write_text(text, encoding="utf-8")
+    (tmp_path / "utt2spk").write_text("p1 p1\np2 p2\np3 p3\n")
+    (tmp_path / "xv.scp").write_text(emb)
+    return [str(tmp_path / f) for f in ("text", "utt2spk", "xv.scp")]
+
+
+def test_tts_dir_strict_names_pairs_without_embedding(tmp_path, capsys):
+    args = _pairs_tts_inputs(tmp_path, "p1 một\np2 hai\np3 ba\n", "p1 ark:1\np2 ark:2\n")
+    with pytest.raises(ValueError, match=r"no speaker embedding for 1 of 3 .*: p3$"):
+        PR.tts_dir(*args, str(tmp_path / "out"), strict=True, empty_text="a")
+    rc = PR.main(["tts-dir", "--text", args[0], "--utt2spk", args[1], "--embed", args[2],
+                  "--out", str(tmp_path / "out"), "--strict"])
+    assert rc == 2 and "p3" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_tts_dir_strict_empty_transcript_error_or_counted_fallback(tmp_path, capsys):
+    args = _pairs_tts_inputs(tmp_path, "p1 một\np2\n", "p1 ark:1\np2 ark:2\np3 ark:3\n")
+    with pytest.raises(ValueError, match=r"empty or missing transcript for 2 of 3 .*: p2 p3$"):
+        PR.tts_dir(*args, str(tmp_path / "out"), strict=True)
+    rc = PR.main(["tts-dir", "--text", args[0], "--utt2spk", args[1], "--embed", args[2],
+                  "--out", str(tmp_path / "out"), "--strict", "--empty-text", "a"])
+    assert rc == 0
+    assert "2 of 3 utterances had an empty transcript" in capsys.readouterr().err
+    assert (tmp_path / "out" / "text").read_text(encoding="utf-8") == "p1 một\np2 a\np3 a\n"
+    assert (tmp_path / "out" / "empty_text_fallback").read_text() == "p2 a\np3 a\n"

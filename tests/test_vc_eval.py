@@ -90,6 +90,28 @@ def test_report_has_checked_lines(tmp_path):
     assert (tmp_path / "sim_test.png").stat().st_size > 0
 
 
+def test_report_wer_table_marks_the_score_listener(tmp_path):
+    comp = tmp_path / "components.tsv"
+    E.write_components(str(comp), _rows())
+    score = tmp_path / "score.json"
+    score.write_text(json.dumps({"Score": 41.25}))
+    table = tmp_path / "wer.tsv"
+    table.write_text("judge on the sources\t80.10%\t\njudge on the outputs\t90.00%\tScore\n"
+                     "recipe ASR on the outputs\t35.50%\t\n", encoding="utf-8")
+    out = tmp_path / "RESULTS.md"
+    assert R.main(["--set", "test", str(comp), str(score), "--wer-table", "test", str(table),
+                   "--wer-by", "the judge", "--output", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "- WER (%) of the judge on the output" in text
+    assert "| judge on the outputs | 90.00% | yes |" in text
+    assert "| recipe ASR on the outputs | 35.50% |  |" in text
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("only a label\n", encoding="utf-8")
+    assert R.main(["--set", "test", str(comp), str(score), "--wer-table", "test", str(bad),
+                   "--output", str(tmp_path / "R2.md")]) == 2
+    assert not (tmp_path / "R2.md").exists()
+
+
 def test_summary_counts_pairs_with_gain():
     rows = [{k: str(v) for k, v in r.items()} for r in _rows()]
     s = R.summarize(rows)

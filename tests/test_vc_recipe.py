@@ -21,7 +21,7 @@ def test_recipe_layout():
     for link in ("cmd.sh", "path.sh", "db.sh", "utils", "local"):
         assert os.path.islink(os.path.join(RECIPE, link)), link
     for preset in ("ci", "default", "large"):
-        for kind in ("train_spk_xvector", "train_asr_vi", "train_tts_vi"):
+        for kind in ("train_spk_xvector", "train_asr_vi", "train_fastspeech_vi"):
             assert os.path.isfile(os.path.join(RECIPE, "conf", f"{kind}_{preset}.yaml")), (kind, preset)
 
 

@@ -4,7 +4,10 @@ The TTS of the cascade writes ``<tts_dir>/<pair_id>.wav`` at its own rate
 (often 22.05 kHz, float). The challenge wants, for each pair, the file named
 in the pairs list as 16 kHz mono PCM16. This step resamples (soxr, high
 quality), mixes down, peak-limits to avoid clipping, and writes atomically.
-Missing TTS outputs are all reported together.
+Missing TTS outputs, and outputs that are empty or silent (shorter than
+``--min-dur`` seconds or peak below -80 dBFS: a duration model that gave every
+token zero frames), are all reported together by pair id and nothing is written:
+a silent file must never reach a submission.
 
 Optional ``--f0-match``: shift the pitch of each output so its median F0
 equals the reference clip's (torchaudio's pitch detector; the shift by
@@ -87,6 +90,20 @@ def pitch_shift(wav: np.ndarray, semitones: float, sr: int = SR) -> np.ndarray:
     return out
 
 
+SILENCE_PEAK = 1e-4   # -80 dBFS
+
+
+def unusable_output(wav: np.ndarray, min_dur: float, sr: int = SR) -> Optional[str]:
+    """Why a TTS output cannot be a converted file (empty, too short, silent), or None."""
+    if wav.size == 0:
+        return "empty (0 samples)"
+    if wav.size < int(min_dur * sr):
+        return f"{wav.size / sr:.3f} s long (< {min_dur} s)"
+    if not np.all(np.isfinite(wav)) or float(np.max(np.abs(wav))) < SILENCE_PEAK:
+        return "silent or not finite"
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="TTS outputs -> submission files (16 kHz PCM16).")
     ap.add_argument("--pairs", required=True, help="pairs.tsv written by pyutils.vc.pairs")
@@ -95,6 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--f0-match", default="false", choices=["true", "false"],
                     help="shift each output's median F0 to the reference clip's")
     ap.add_argument("--max-shift", type=float, default=12.0, help="largest shift (semitones)")
+    ap.add_argument("--min-dur", type=float, default=0.1, help="shortest usable TTS output (s)")
     args = ap.parse_args(argv)
 
     rows = read_pair_table(args.pairs)
@@ -104,9 +122,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{args.tts_dir}: {len(missing)} TTS output(s) missing: {' '.join(missing)}",
               file=sys.stderr)
         return 1
-    shifts = []
+    wavs, bad = {}, []
     for row in rows:
         wav = load_audio(os.path.join(args.tts_dir, row["pair_id"] + ".wav"))
+        why = unusable_output(wav, args.min_dur)
+        if why:
+            bad.append(f"{row['pair_id']}: {why}")
+        wavs[row["pair_id"]] = wav
+    if bad:
+        print(f"{args.tts_dir}: {len(bad)} TTS output(s) unusable, nothing written:\n  "
+              + "\n  ".join(bad), file=sys.stderr)
+        return 1
+    shifts = []
+    for row in rows:
+        wav = wavs.pop(row["pair_id"])
         if args.f0_match == "true":
             f_out, f_ref = median_f0(wav), median_f0(load_audio(row["target"]))
             if f_out and f_ref:

@@ -5,7 +5,7 @@ Commands::
     python -m pyutils.vc.prep holdout --data DIR --n-per-spk 2 --train OUT --dev OUT
     python -m pyutils.vc.prep norm-text IN_TEXT OUT_TEXT
     python -m pyutils.vc.prep tts-dir --text TEXT --utt2spk U2S --embed XVECTOR_SCP \
-        [--wav-scp WAV_SCP] --out DIR
+        [--wav-scp WAV_SCP] [--strict [--empty-text PLACEHOLDER]] --out DIR
 
 ``holdout`` keeps every training speaker in both parts (speaker-stratified):
 the last ``n`` utterances (byte order) of each speaker with at least ``n + 2``
@@ -68,14 +68,39 @@ def normalize_text_file(src: str, out: str) -> Tuple[int, int]:
     return len(table), len(table) - len(kept)
 
 
-def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str] = None) -> int:
-    """A TTS data dir: text, utt2spk, spk2utt, spk_embed.scp (+ wav.scp)."""
+def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str] = None,
+            strict: bool = False, empty_text: Optional[str] = None) -> Tuple[int, List[str]]:
+    """A TTS data dir: text, utt2spk, spk2utt, spk_embed.scp (+ wav.scp).
+
+    Training sets (``strict=False``) keep the utterances that have text, speaker,
+    embedding (and audio). A conversion set (``strict=True``) must convert every
+    utterance of ``utt2spk`` (every pair): one without a speaker embedding (its
+    reference clip was not embedded) is an error naming it, and one with an empty
+    or missing transcript is an error too, unless ``empty_text`` gives a placeholder
+    text for it (a counted fallback: the ids are returned and written to
+    ``<out>/empty_text_fallback``). Returns (number of utterances, fallback ids).
+    """
     texts = read_kv(text, allow_empty_value=True)
-    texts = {u: t for u, t in texts.items() if t.strip()}
     u2s = read_kv(utt2spk)
     emb = read_kv(embed)
-    utts = [u for u in texts if u in u2s and u in emb]
     wav = read_kv(wav_scp) if wav_scp else None
+    fallback: List[str] = []
+    if strict:
+        no_emb = sorted(u for u in u2s if u not in emb)
+        if no_emb:
+            raise ValueError(f"{embed}: no speaker embedding for {len(no_emb)} of {len(u2s)} "
+                             f"utterance(s) (reference clip not embedded): {' '.join(no_emb)}")
+        empty = sorted(u for u in u2s if not texts.get(u, "").strip())
+        if empty and empty_text is None:
+            raise ValueError(f"{text}: empty or missing transcript for {len(empty)} of {len(u2s)} "
+                             f"utterance(s): {' '.join(empty)}")
+        if empty:
+            if not empty_text.strip():
+                raise ValueError("the placeholder for empty transcripts must not be empty")
+            texts.update({u: empty_text for u in empty})
+            fallback = empty
+    texts = {u: t for u, t in texts.items() if t.strip()}
+    utts = [u for u in texts if u in u2s and u in emb]
     if wav is not None:
         utts = [u for u in utts if u in wav]
     if not utts:
@@ -87,7 +112,12 @@ def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str
     write_kv(os.path.join(out, "spk_embed.scp"), {u: emb[u] for u in utts})
     if wav is not None:
         write_kv(os.path.join(out, "wav.scp"), {u: wav[u] for u in utts})
-    return len(utts)
+    listing = os.path.join(out, "empty_text_fallback")
+    if fallback:
+        write_kv(listing, {u: empty_text for u in fallback})
+    elif os.path.exists(listing):
+        os.remove(listing)
+    return len(utts), fallback
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -107,6 +137,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--embed", required=True)
     p.add_argument("--wav-scp", default=None)
     p.add_argument("--out", required=True)
+    p.add_argument("--strict", action="store_true",
+                   help="conversion set: every utterance of --utt2spk needs an embedding and a transcript")
+    p.add_argument("--empty-text", default=None,
+                   help="with --strict: placeholder text for empty transcripts (counted, listed)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "holdout":
@@ -119,8 +153,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"{args.out}: {n - dropped} of {n} transcripts normalised"
                   + (f" ({dropped} empty after normalisation dropped)" if dropped else ""))
         elif args.cmd == "tts-dir":
-            n = tts_dir(args.text, args.utt2spk, args.embed, args.out, args.wav_scp)
+            n, fallback = tts_dir(args.text, args.utt2spk, args.embed, args.out, args.wav_scp,
+                                  strict=args.strict, empty_text=args.empty_text)
             print(f"{args.out}: {n} utterances with text and speaker embedding")
+            if fallback:
+                print(f"WARNING: {len(fallback)} of {n} utterances had an empty transcript and get the "
+                      f"placeholder {args.empty_text!r} (listed in {args.out}/empty_text_fallback): "
+                      f"{' '.join(fallback)}", file=sys.stderr)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -8,10 +8,15 @@ For each test set the report has the machine-checked lines::
 then the component means, how each proxy is computed, and example rows; a
 scatter plot of SIM(ref,out) against SIM(src,out) goes next to it.
 
+A per-set WER table (``--wer-table NAME TSV``: ``label<TAB>corpus WER<TAB>Score|``
+per line) shows every listener on the outputs and on the sources side by side, the
+row the Score uses marked; ``--wer-by`` says in words which listener that is.
+
 CLI (``--check RESULTS.md`` verifies those lines, exit 2 if one is missing)::
 
     python -m pyutils.vc.report --set test exp/.../components.tsv exp/.../score.json \
-        [--set test2 ...] --title "..." --note "..." --output exp/vc/RESULTS.md
+        [--wer-table test exp/.../wer_table.tsv] [--set test2 ...] --title "..." \
+        --note "..." --wer-by "..." --output exp/vc/RESULTS.md
 """
 
 from __future__ import annotations
@@ -94,7 +99,22 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
+def read_wer_table(path: str) -> List[List[str]]:
+    """``label<TAB>WER<TAB>mark`` lines (mark: ``Score`` or empty)."""
+    rows = []
+    with open(path, "r", encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle.read().splitlines(), start=1):
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) not in (2, 3) or not parts[0].strip():
+                raise ValueError(f"{path}:{line_no}: expected label<TAB>WER[<TAB>Score]")
+            rows.append([parts[0], parts[1], parts[2] if len(parts) == 3 else ""])
+    return rows
+
+
+def render(sets: List[Dict[str, object]], title: str, notes: List[str],
+           wer_by: Optional[str] = None) -> str:
     lines = [f"# {title}", ""]
     if notes:
         lines += list(notes) + [""]
@@ -104,7 +124,8 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
         "- SIM(a,b) = 100*max(cos,0) of resemblyzer GE2E d-vectors (an encoder the",
         "  TTS is NOT conditioned on).",
         "- MOS = 100*(DNSMOS_OVRL-1)/4, clipped to 0..100.",
-        "- WER (%) of the recipe ASR on the output vs the source transcript, capped at 100.",
+        f"- WER (%) of {wer_by or 'the recipe ASR'} on the output vs the source transcript, "
+        "per pair, capped at 100.",
         "- Score = 0.4*(SIM(ref,out)-SIM(src,out)) + 0.3*MOS + 0.3*(100-WER) (`chorus-score vc`).",
         "",
     ]
@@ -130,6 +151,13 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str]) -> str:
                 "other pairs (equal values would mean the TTS ignores its reference).",
                 "",
             ]
+        if s.get("wer_table"):
+            lines += ["Intelligibility, every listener (corpus WER % vs the source transcripts; "
+                      "the row marked Score is the one in the Score, as a per-pair mean there):", "",
+                      "| listener, audio | WER | in Score |", "|---|---|---|"]
+            lines += [f"| {label} | {value} | {'yes' if mark == 'Score' else ''} |"
+                      for label, value, mark in s["wer_table"]]
+            lines.append("")
         if s.get("plot"):
             lines += [f"![SIM per pair]({os.path.basename(s['plot'])})", ""]
         lines += ["Example rows:", "",
@@ -193,11 +221,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                     metavar=("NAME", "COMPONENTS_TSV", "SCORE_JSON"))
     ap.add_argument("--title", default="Vietnamese zero-shot VC (egs/vivc)")
     ap.add_argument("--note", action="append", default=[])
+    ap.add_argument("--wer-table", nargs=2, action="append", default=[], metavar=("NAME", "TSV"),
+                    help="per-set table of every listener's WER (label<TAB>WER<TAB>Score|)")
+    ap.add_argument("--wer-by", default=None, help="which listener the Score's WER comes from (words)")
     ap.add_argument("--output", required=True)
     args = ap.parse_args(argv)
     out_dir = os.path.dirname(os.path.abspath(args.output))
     os.makedirs(out_dir, exist_ok=True)
     sets = []
+    try:
+        wer_tables = {name: read_wer_table(path) for name, path in args.wer_table}
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     for name, comp, score_json in args.set:
         rows = read_components(comp)
         plot = os.path.join(out_dir, f"sim_{name}.png")
@@ -207,8 +243,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"warning: no plot for {name}: {exc}", file=sys.stderr)
             plot = None
         sets.append(dict(name=name, rows=rows, summary=summarize(rows),
-                         score=score_from_json(score_json), plot=plot))
-    text = render(sets, args.title, args.note)
+                         score=score_from_json(score_json), plot=plot,
+                         wer_table=wer_tables.get(name)))
+    text = render(sets, args.title, args.note, args.wer_by)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp.")
     follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
