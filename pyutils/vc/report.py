@@ -161,7 +161,7 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str],
         if s.get("plot"):
             lines += [f"![SIM per pair]({os.path.basename(s['plot'])})", ""]
         lines += ["Example rows:", "",
-                  "| pair | SIM(ref,out) | SIM(src,out) | MOS | WER | source text | ASR of output |",
+                  "| pair | SIM(ref,out) | SIM(src,out) | MOS | WER | source text | heard in the output (Score's listener) |",
                   "|---|---|---|---|---|---|---|"]
         for r in s["rows"][:5]:
             lines.append(f"| {r['utt_id']} | {float(r['sim_ref_out']):.1f} | "
