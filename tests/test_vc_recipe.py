@@ -40,3 +40,18 @@ def test_help_and_refusals(tmp_path):
 
     out = _run("--task", "1", "--pretrained_tts", str(tmp_path))   # no config.yaml there
     assert out.returncode == 2 and "config.yaml" in out.stderr
+
+
+@pytest.mark.parametrize("preset", ["ci", "default", "large"])
+def test_tts_configs_are_aligned_duration_models_with_speaker_embeddings(preset):
+    """local/nvv_tts.sh aligns durations only for tts: fastspeech*, and the aligner needs
+    fbank features; the x-vector is added to the encoder output (zero-shot voices)."""
+    yaml = pytest.importorskip("yaml")
+    with open(os.path.join(RECIPE, "conf", f"train_fastspeech_vi_{preset}.yaml"), encoding="utf-8") as f:
+        cfg = yaml.safe_load(f)
+    assert cfg["tts"] in ("fastspeech", "fastspeech2")
+    assert cfg["feats_extract"] == "fbank" and cfg["feats_extract_conf"]["fs"] == 16000
+    assert cfg["tts_conf"]["spk_embed_integration_type"] == "add"
+    with open(os.path.join(ROOT, "local", "vc.sh"), encoding="utf-8") as f:
+        script = f.read()
+    assert ": \"${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}\"" in script
