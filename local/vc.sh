@@ -79,6 +79,8 @@ tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR tra
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
 # conversion / evaluation
 f0_match=false           # shift each output's median F0 to the reference's (sox pitch)
+oracle_text=false        # diagnosis only: the TTS reads the sources' true transcripts instead of the ASR's
+                         # (the cascade's ceiling when the ASR is perfect; own exp dir, never the RESULTS.md)
 wer_asr=judge            # stage 7 WER by: judge (pretrained Whisper base, independent, as VLSP uses a pretrained ASR) | recipe (the cascade's own ASR)
 judge_model=base         # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
 parallel_train=true      # train the ASR (stage 4) in the background while stage 5 trains the TTS
@@ -149,6 +151,8 @@ spk_exp=${pretrained_spk:-${expdir}/$(basename "${spk_config}" .yaml | sed 's/^t
 asr_exp=${pretrained_asr:-${expdir}/$(basename "${asr_config}" .yaml | sed 's/^train_//')}
 tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^train_//')}
 vc_exp=${expdir}/vc_${preset}
+_tsfx=""   # TTS set suffix: an oracle-text run never overwrites the cascade's synthesis
+if [ "${oracle_text}" = true ]; then vc_exp=${expdir}/vc_${preset}_oracletext; _tsfx=_oracletext; fi
 emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
 asr_dump=${dumpdir}/asr
 tts_data=${datadir}/tts
@@ -408,23 +412,30 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     log "  ASR of the ${name} sources"
     asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
+    _tset=${name}_pairs${_tsfx}
+    _text=${asr_exp}/decode/${_src}/text
+    if [ "${oracle_text}" = true ]; then
+      [ -f "${dumpdir}/raw/${_src}/text" ] || { echo "$0: --oracle_text true needs the sources' transcripts (${dumpdir}/raw/${_src}/text)" >&2; exit 2; }
+      _text=${dumpdir}/raw/${_src}/text
+      log "  --oracle_text true: the TTS reads the true source transcripts (diagnosis, not a conversion system)"
+    fi
     # Every pair must be converted: a pair whose reference clip has no embedding is an
     # error naming it; an empty ASR transcript gets a one-syllable placeholder ('a'),
-    # counted, named in the log and listed in ${tts_data}/${name}_pairs/empty_text_fallback.
-    python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/${_src}/text" \
+    # counted, named in the log and listed in ${tts_data}/${_tset}/empty_text_fallback.
+    python -m pyutils.vc.prep tts-dir --text "${_text}" \
       --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
-      --out "${tts_data}/${name}_pairs" --strict --empty-text a
+      --out "${tts_data}/${_tset}" --strict --empty-text a
     log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
     {
-      ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${name}_pairs" --spk_embed_dim "${_edim}"
-      ./local/nvv_tts.sh "${tts_common[@]}" --stage 6 --stop_stage 6 --test_sets "${name}_pairs" \
+      ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${_tset}" --spk_embed_dim "${_edim}"
+      ./local/nvv_tts.sh "${tts_common[@]}" --stage 6 --stop_stage 6 --test_sets "${_tset}" \
         --spk_embed_dim "${_edim}" --inference_args "${tts_inference_args}"
     } > "${vc_exp}/log/tts_${name}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/tts_${name}.log" >&2; exit 1; }
     _out=${vc_exp}/convert_${name}/wav
     rm -rf "${_out}"
     ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
       python -m pyutils.vc.convert --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
-        --tts-dir "${tts_exp}/synth_${name}_pairs/wav" --out "${_out}" --f0-match "${f0_match}"
+        --tts-dir "${tts_exp}/synth_${_tset}/wav" --out "${_out}" --f0-match "${f0_match}"
     tail -n 1 "${vc_exp}/log/convert_${name}.log"
     chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}" | tail -n 2
   done
@@ -435,7 +446,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   _report_args=()
   for name in ${pairs_sets}; do
     log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: ${wer_asr})"
-    _src=${name}_pairs_src; _o=${name}_pairs_out; _e=${vc_exp}/eval_${name}
+    _src=${name}_pairs_src; _o=${name}_pairs_out${_tsfx}; _e=${vc_exp}/eval_${name}
     mkdir -p "${_e}" "${dumpdir}/raw/${_o}"
     # the converted files as a data dir keyed by pair id, decoded by the recipe ASR
     awk -F'\t' -v d="$(pwd)/${vc_exp}/convert_${name}/wav" '{print $1, d "/" $4}' \
@@ -482,14 +493,15 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json" --wer-table "${name}" "${_e}/wer_table.tsv")
   done
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
-    --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir})." \
+    --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir}).$([ "${oracle_text}" = true ] && echo " DIAGNOSIS RUN (--oracle_text true): the TTS read the true source transcripts, not the ASR's; not a conversion system.")" \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
     --wer-by "$([ "${wer_asr}" = judge ] && echo "the pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data; VLSP scores with a pretrained ASR too, so the judge is the faithful proxy)" || echo "the recipe's own ASR (trained on this corpus: a lenient listener)")" \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
     > "${vc_exp}/log/report.log"
   log "stage 7: ${vc_exp}/RESULTS.md"
   python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md" | sed 's/^/  /'
-  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ]; then
+  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ] \
+     && [ "${oracle_text}" = false ]; then
     cp "${vc_exp}/RESULTS.md" RESULTS.md
     for name in ${pairs_sets}; do
       [ -f "${vc_exp}/sim_${name}.png" ] && cp "${vc_exp}/sim_${name}.png" .
@@ -499,7 +511,9 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 8
-if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
+if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ] && [ "${oracle_text}" = true ]; then
+  log "stage 8: skipped (--oracle_text true is a diagnosis, not a submission)"
+elif [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
   for name in ${pairs_sets}; do
     _sub=${submission_dir}/${name}
     log "stage 8: package ${name} -> ${_sub} (+ ${_sub}.zip)"
