@@ -10,7 +10,8 @@
 #                    token durations by forced alignment (pyutils/tts/align.py, NVV spans pinned)
 #   4 stats          ESPnet --collect_stats (feature/shape statistics)
 #   5 train          espnet2.bin.{gan_tts,tts}_train
-#   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl)
+#   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl); log-mel
+#                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power)
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
@@ -56,6 +57,9 @@ use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embe
 spk_embed_dim=256       # dimension of those embeddings
 inference_model=latest.pth  # checkpoint used for synthesis
 inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
+vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
+gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
+gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
 infer_spk=              # voice (train speaker) for --infer_jsonl rows (default: first train speaker)
 asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
@@ -386,11 +390,19 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
+    if [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ]; then
+      # the log-mel that ESPnet wrote (denorm/<utt>.npy) -> sharpened Griffin-Lim (replaces ESPnet's 8-iteration GL)
+      rm -rf "${_dir}/wav"
+      ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
+        ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
+          --power "${gl_power}" --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+    fi
     _abs=$(cd "${_dir}" && pwd)
     find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \
       awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
     # post-processing: 16 kHz mono PCM16, loudness -23 dBFS (active speech), peak <= -1 dBFS
-    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp"
+    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
+      --expect-keys "${_data}/text" || exit 2
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
   done
 fi

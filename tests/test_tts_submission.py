@@ -84,3 +84,20 @@ def test_check_scp_materialises_pipes_and_resamples(tmp_path):
 
     with pytest.raises(ValueError, match=r"wav.scp:1: d: cannot read"):
         check_scp(str(scp), 16000, str(tmp_path / "fix"))
+
+
+def test_postprocess_refuses_silent_or_missing_synthesis(tmp_path, capsys):
+    from pyutils.tts.audio import main as audio_main
+    good, silent = tmp_path / "g.wav", tmp_path / "s.wav"
+    sf.write(good, _tone(16000, amp=0.1), 16000)
+    sf.write(silent, np.zeros(1600), 16000)
+    (tmp_path / "text").write_text("g hello\nm world\n")
+    (tmp_path / "in.scp").write_text(f"g {good}\n")
+    args = ["postprocess", str(tmp_path / "in.scp"), str(tmp_path / "o"), str(tmp_path / "o.scp")]
+    assert audio_main(args + ["--expect-keys", str(tmp_path / "text")]) == 2
+    assert "m" in capsys.readouterr().err.split("utterance(s): ")[1]
+    assert not (tmp_path / "o.scp").exists()
+    (tmp_path / "in.scp").write_text(f"g {good}\ns {silent}\n")
+    assert audio_main(args) == 2
+    assert "utterance s:" in capsys.readouterr().err
+    assert not (tmp_path / "o.scp").exists()

@@ -97,12 +97,27 @@ def normalise_loudness(x: np.ndarray, sr: int, target_db: float = -23.0, peak_db
     return x * g
 
 
-def postprocess_scp(scp: str, out_dir: str, out_scp: str, target_db: float = -23.0) -> int:
-    """Loudness-normalised 16 kHz mono PCM16 copies of ``scp`` into ``out_dir``; writes ``out_scp``."""
+def postprocess_scp(scp: str, out_dir: str, out_scp: str, target_db: float = -23.0,
+                    expect_keys: str | None = None) -> int:
+    """Loudness-normalised 16 kHz mono PCM16 copies of ``scp`` into ``out_dir``; writes ``out_scp``.
+
+    A synthesis that is empty or all zeros, or (with ``expect_keys``, a Kaldi file whose
+    first column lists the requested utterances) an utterance without a wav, is an error
+    naming the utterance: never a silent file in the output.
+    """
+    rows = read_scp(scp)
+    if expect_keys:
+        have = {u for u, _ in rows}
+        missing = [u for u, _ in read_scp(expect_keys) if u not in have]
+        if missing:
+            raise ValueError(f"{scp}: no synthesis for {len(missing)} requested utterance(s): "
+                             f"{', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}")
     os.makedirs(out_dir, exist_ok=True)
     lines = []
-    for uid, path in read_scp(scp):
+    for uid, path in rows:
         x, sr = sf.read(path, dtype="float64", always_2d=True)
+        if x.size == 0 or not np.any(x):
+            raise ValueError(f"{scp}: utterance {uid}: the synthesis {path} is empty or silent")
         y = resample(x.mean(axis=1), sr, SUBMISSION_SR)
         y = normalise_loudness(y, SUBMISSION_SR, target_db)
         dst = os.path.abspath(os.path.join(out_dir, f"{uid}.wav"))
@@ -205,6 +220,7 @@ def main(argv=None) -> int:
     a = sub.add_parser("split-scp"); a.add_argument("scp"); a.add_argument("prefix"); a.add_argument("n", type=int)
     a = sub.add_parser("postprocess"); a.add_argument("scp"); a.add_argument("out_dir"); a.add_argument("out_scp")
     a.add_argument("--target-db", type=float, default=-23.0)
+    a.add_argument("--expect-keys", help="Kaldi file (e.g. text) of the utterances that must all have a wav")
     a = sub.add_parser("to-submission"); a.add_argument("scp"); a.add_argument("out_dir")
     a = sub.add_parser("text-to-jsonl"); a.add_argument("text"); a.add_argument("out"); a.add_argument("--lang", default="en")
     args = p.parse_args(argv)
@@ -216,7 +232,7 @@ def main(argv=None) -> int:
         elif args.cmd == "split-scp":
             split_scp(args.scp, args.prefix, args.n)
         elif args.cmd == "postprocess":
-            n = postprocess_scp(args.scp, args.out_dir, args.out_scp, args.target_db)
+            n = postprocess_scp(args.scp, args.out_dir, args.out_scp, args.target_db, args.expect_keys)
             print(f"{n} files -> {args.out_dir} (16 kHz mono PCM16, {args.target_db} dBFS)", file=sys.stderr)
         elif args.cmd == "to-submission":
             n = convert_to_submission(args.scp, args.out_dir)
