@@ -93,3 +93,27 @@ def test_token_inventory_check_names_utterance(tmp_path):
     probs = check_inventory(str(tmp_path / "bad"), str(tmp_path / "tokens.txt"))
     assert len(probs) == 2 and ":2: u2:" in probs[0] and "ʒ" in probs[0] and ":3: u3: nothing to say" in probs[1]
     assert tokens_main([str(tmp_path / "bad"), "--check", str(tmp_path / "tokens.txt")]) == 2
+
+
+@pytest.mark.parametrize("lang,text,bad", [
+    ("en", "Hello 你好 there.", "你好"), ("en", "Привет [laugh]", "Привет"), ("en", "hi 😀", "😀"),
+    ("zh", "你好こんにちは", "こんにちは"), ("en", "café naïve [laugh] 3 %", ""),
+    ("zh", "你好 hello ＡＢ，世界！", ""), ("vi", "Xin chào các bạn", ""),
+])
+def test_foreign_characters(lang, text, bad):
+    from pyutils.tts.frontend import foreign_characters
+
+    assert foreign_characters(text, lang) == bad
+
+
+def test_foreign_characters_refused_with_utterance(tmp_path):
+    # espeak-ng would read these as "chinese letter chinese letter": refused, named, nothing written
+    (tmp_path / "text").write_text("u1 Hello there.\nu2 Hello 你好 there.\n", encoding="utf-8")
+    with pytest.raises(FrontendError, match=r"text:2: u2: characters outside the en front-end's inventory: '你'"):
+        tokenize_text_file(str(tmp_path / "text"), str(tmp_path / "out"), "en", "char")
+    assert not (tmp_path / "out").exists()
+
+
+def test_mandarin_digit_gives_no_empty_token():
+    toks = Frontend("zh", "phn").tokenize("3只猫")
+    assert "" not in toks and toks[:1] == ["3"]

@@ -43,6 +43,17 @@ _TAG_SPLIT_RE = re.compile(r"(\[[^\[\]]*\])")
 _PUNCT_SPLIT_RE = re.compile(r"([,.?!])")
 
 
+# Scripts whose letters a language's G2P reads as words (unicodedata name prefixes).
+# Anything else would be spelt out by espeak-ng in English ("chinese letter") or
+# dropped by pypinyin, i.e. a silent wrong synthesis: such text is refused instead.
+# Languages not listed (forked recipes) are not checked.
+_SCRIPTS = {
+    "en": ("LATIN",),
+    "vi": ("LATIN",),
+    "zh": ("CJK", "LATIN", "FULLWIDTH LATIN"),
+}
+
+
 class FrontendError(ValueError):
     """Raised for text the front-end cannot handle (unknown tag, stray bracket)."""
 
@@ -83,6 +94,26 @@ def split_tagged(text: str) -> List[Tuple[str, str]]:
             if piece.strip():
                 items.append(("text", piece))
     return items
+
+
+def foreign_characters(text: str, lang: str) -> str:
+    """Characters of ``text`` (tags excluded) outside ``lang``'s inventory, each once.
+
+    Letters of another script (``_SCRIPTS``) and pictographic symbols (emoji, ``☃``:
+    Unicode category So) count; digits, punctuation and other symbols do not.
+    """
+    scripts = _SCRIPTS.get(lang)
+    bad: List[str] = []
+    for kind, value in split_tagged(text):
+        if kind == "tag":
+            continue
+        for ch in value:
+            cat = unicodedata.category(ch)
+            foreign = cat == "So" or (scripts is not None and cat.startswith("L")
+                                      and not unicodedata.name(ch, "").startswith(scripts))
+            if foreign and ch not in bad:
+                bad.append(ch)
+    return "".join(bad)
 
 
 def _normalise_punct(text: str) -> str:
@@ -176,7 +207,7 @@ class PinyinG2P(G2P):
                 for s, i in zip(syl, ini):
                     if not any(c.isalnum() for c in s):
                         continue
-                    if self.split and s[-1:].isdigit() and i and s.startswith(i):
+                    if self.split and s[-1:].isdigit() and i and s.startswith(i) and len(s) > len(i):
                         toks.extend([i, s[len(i):]])
                     else:
                         toks.append(s)
@@ -300,9 +331,12 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
             if len(parts) < 2:
                 raise FrontendError(f"{in_path}:{lineno}: empty text for utterance {parts[0]!r}")
             try:
-                split_tagged(parts[1])
+                bad = foreign_characters(parts[1], lang)
             except FrontendError as e:
                 raise FrontendError(f"{in_path}:{lineno}: {parts[0]}: {e}") from None
+            if bad:
+                raise FrontendError(f"{in_path}:{lineno}: {parts[0]}: characters outside the {lang} "
+                                    f"front-end's inventory: {' '.join(repr(c) for c in bad)}")
             ids.append(parts[0])
             texts.append(parts[1])
     fe = Frontend(lang, token_type, pauses=pauses)
