@@ -52,6 +52,18 @@ def test_report_alignment_line(tmp_path):
     assert "durations:" not in render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))])
 
 
+def test_report_names_the_vocoder_that_ran(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "metrics.json").write_text(json.dumps(_metrics(True)))
+    sets = [("t", str(tmp_path / "m"))]
+    assert "`tts_inference --vocoder_file none`" in render(str(tmp_path), "c.yaml", "en", "default", sets)
+    log = tmp_path / "synth_t" / "log"
+    log.mkdir(parents=True)
+    (log / "vocoder.1.log").write_text("36 utterances -> x (Griffin-Lim 32 iterations, power 1.3)\n")
+    assert "- vocoder: Griffin-Lim 32 iterations, power 1.3 on ESPnet's log-mel" in render(
+        str(tmp_path), "c.yaml", "en", "default", sets)
+
+
 def test_speaker_metrics_reference_points():
     e = {"a1": np.array([1.0, 0.0]), "a2": np.array([0.9, 0.1]), "b1": np.array([0.0, 1.0]), "b2": np.array([0.1, 0.9])}
     synth = {"a1": np.array([1.0, 0.05]), "b1": np.array([1.0, 0.0])}  # b1's voice is wrong

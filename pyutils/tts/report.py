@@ -95,6 +95,19 @@ def _align_summary(path: str) -> List[str]:
             f"{st.get('seconds')} s; " + "; ".join(parts) + ")"]
 
 
+def _vocoder_summary(exp: str) -> str:
+    """What turned the features into audio: stage 6 logs ``pyutils.tts.vocoder``'s settings."""
+    import glob
+
+    for log_path in sorted(glob.glob(os.path.join(exp, "synth_*", "log", "vocoder.1.log"))):
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            m = re.search(r"\((Griffin-Lim \d+ iterations, power [0-9.]+)\)", f.read())
+        if m:
+            return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
+                    "fast Griffin-Lim, magnitude sharpened)")
+    return "- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder"
+
+
 def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "") -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
@@ -108,7 +121,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
            f"load average (1/5/15 min) {load_s}"]
     out += _train_summary(exp)
     out += _align_summary(align_stats)
-    out += ["- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder", ""]
+    out += [_vocoder_summary(exp), ""]
     for name, edir in sets:
         path = os.path.join(edir, "metrics.json")
         out.append(f"## {name}")
