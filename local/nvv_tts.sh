@@ -347,7 +347,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     # Track 2 input: every line checked first (file:line: CODE: message), nothing synthesised on error
     _spk=${infer_spk:-$(head -n1 "${dump_dir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
     if ! grep -q "^${_spk} " "${dump_dir}/raw/${train_set}/spk2sid"; then
-      echo "$0: --infer_spk ${_spk} is not a training speaker (see ${dump_dir}/raw/${train_set}/spk2sid)" >&2; exit 1
+      echo "$0: --infer_spk ${_spk} is not a training speaker (see ${dump_dir}/raw/${train_set}/spk2sid)" >&2; exit 2
     fi
     _d=${dump_dir}/raw/infer_${lang}
     rm -rf "${_d}"; mkdir -p "${_d}"
