@@ -97,7 +97,7 @@ cpu_seconds() {   # -> ${cpu_now}; `times` must run in this shell (in $(...) it 
                  END { printf "%.1f", s }' "${exp_dir}/.times")
 }
 cpu_seconds; _mark_wall=${SECONDS}; _mark_cpu=${cpu_now}
-stage_done() {    # stage_done "<n> <name>": one row of ${times_file}
+stage_time() {    # stage_time "<n> <name>": one row of ${times_file}
   cpu_seconds
   printf '%s\t%d\t%s\t%s\n' "$1" $(( SECONDS - _mark_wall )) "$(awk -v a="${cpu_now}" -v b="${_mark_cpu}" \
     'BEGIN { printf "%.1f", a - b }')" "$(cut -d' ' -f1 /proc/loadavg)" >> "${times_file}"
@@ -117,7 +117,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       --nj "${nj}" --cmd "${train_cmd}" 2>&1 | tee "${exp_dir}/log/synth_sqa.log"
     [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${exp_dir}/log/synth_sqa.log)"; exit 1; }
   fi
-  stage_done "0 corpus"
+  stage_time "0 corpus"
 fi
 
 if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
@@ -146,7 +146,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
     done
     log "  ${s}: $(wc -l < "${data_dir}/${s}/wav.scp") recordings"
   done
-  stage_done "1 data"
+  stage_time "1 data"
 fi
 
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
@@ -194,7 +194,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
     python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${sig}" --dir "${out}"
   done
-  stage_done "2 features+embeddings"
+  stage_time "2 features+embeddings"
 fi
 
 if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
@@ -202,7 +202,7 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
   mkdir -p "${dump_dir}/${train_set}/log"
   ${train_cmd} "${dump_dir}/${train_set}/log/stats.log" \
     python -m pyutils.sqa.features stats --feats-scp "${dump_dir}/${train_set}/feats.scp" --out "${stats_file}"
-  stage_done "3 stats"
+  stage_time "3 stats"
 fi
 
 if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true ]; then
@@ -231,7 +231,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
       --output-json "${out}/score_combined.json" > "${out}/score_combined.txt"
     log "  ${s}: baseline (combined) $(grep -m1 'Final' "${out}/score_combined.txt" | sed 's/^ *//')"
   done
-  stage_done "4 baselines"
+  stage_time "4 baselines"
 fi
 
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
@@ -267,7 +267,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
         --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
     grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
   fi
-  stage_done "5 train+tune"
+  stage_time "5 train+tune"
 fi
 
 if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
@@ -279,7 +279,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
         --all-ids "${data_dir}/${s}/wav.scp"
     tail -n 2 "${model_dir}/log/infer_${s}.log" | grep -v '^#' | sed 's/^/    /' || true
   done
-  stage_done "6 inference"
+  stage_time "6 inference"
 fi
 
 if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
@@ -292,7 +292,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
       python -m pyutils.sqa.plots --infer-dir "${model_dir}/infer_${s}" --ref "${data_dir}/${s}/ref.jsonl" \
         --wav-scp "${dump_dir}/${s}/wav.scp" --num "${num_plots}" --outdir "${model_dir}/plots_${s}"
   done
-  stage_done "7 scoring+plots"
+  stage_time "7 scoring+plots"
   python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
     --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
     --stage-times "${times_file}" \
