@@ -165,3 +165,28 @@ def test_long_file_in_windows_matches_its_length(tmp_path, capsys):
     row = json.loads(capsys.readouterr()[0])
     assert rc == 0 and row["duration"] == 65.0
     assert row["faults"]["noise"] == [[0.0, 65.0]]                          # windows stitched, no gap
+
+
+def test_recipe_dump_handles_the_bad_input_list(tmp_path):
+    """Stage 2 of the recipe on the same bad inputs: NaN and < 0.1 s are skipped and named in
+    ``bad``, the others (silence, DC only, clipped, 8 kHz, 48 kHz stereo, DC offset) give finite
+    features at 16 kHz."""
+    pytest.importorskip("kaldiio")
+    import kaldiio
+
+    from pyutils.sqa.features import dump
+
+    bad_dir = _bad_inputs(tmp_path)
+    names = sorted(p.stem for p in bad_dir.iterdir())
+    scp = tmp_path / "wav.scp"
+    scp.write_text("".join(f"{n} {bad_dir / (n + '.wav')}\n" for n in names))
+    out = tmp_path / "dump"
+    assert dump(str(scp), str(out), "1", n_mels=80) == 2
+    bad = dict(line.split(" ", 1) for line in (out / "bad.1").read_text().splitlines())
+    assert sorted(bad) == ["nan", "tiny"] and "NaN" in bad["nan"] and "too short" in bad["tiny"]
+    feats = kaldiio.load_scp(str(out / "feats.1.scp"))
+    assert sorted(feats) == sorted(set(names) - {"nan", "tiny"})
+    for utt in feats:
+        assert np.isfinite(feats[utt]).all(), utt
+    durs = dict(line.split() for line in (out / "utt2dur.1").read_text().splitlines())
+    assert float(durs["tel8k"]) == pytest.approx(2.0, abs=0.01)

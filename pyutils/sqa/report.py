@@ -62,7 +62,28 @@ def _encoder_name(model_dir) -> str:
     return {"gru": "conv + BiGRU", "tcn": "conv + TCN"}.get(enc, enc)
 
 
-def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None) -> str:
+def _stage_times(path) -> list:
+    """Rows of the recipe's stage_times.tsv (stage, wall_s, cpu_s, load1) as a Markdown table."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    rows = [r for r in rows if len(r) == 4]
+    if not rows:
+        return []
+    out = ["## Time per stage", "",
+           "Wall and CPU seconds (CPU: the stage's processes together, from bash `times`); load = "
+           "1-minute load average when the stage ended. On 2 idle cores a stage's wall time lies "
+           "between about CPU/2 (both cores busy) and CPU (one): an estimate, not a measurement.", "",
+           "| stage | wall (s) | CPU (s) | load |", "|---|---|---|---|"]
+    out += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
+    wall = sum(float(r[1]) for r in rows)
+    cpu = sum(float(r[2]) for r in rows)
+    out += [f"| all | {wall:.0f} | {cpu:.0f} | |", ""]
+    return out
+
+
+def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None, stage_times=None) -> str:
     lines = [f"# SQA results ({os.path.basename(os.path.normpath(model_dir))}, preset {preset})", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
                  f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
@@ -136,6 +157,7 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                          f"{prm['utt_threshold']} (dev F1 {dv.get('f1', float('nan')):.4f}, "
                          f"IoU {dv.get('iou', float('nan')):.4f})")
         lines.append("")
+    lines += _stage_times(stage_times)
     return "\n".join(lines) + "\n"
 
 
@@ -148,10 +170,11 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="?")
     p.add_argument("--wall-seconds")
     p.add_argument("--load", help="load average to note (shared machines)")
+    p.add_argument("--stage-times", help="stage_times.tsv of the recipe (wall and CPU seconds per stage)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     write_text_atomic(a.out, build(a.model_dir, a.test_sets.split(), a.baseline_dir, a.preset,
-                                   a.wall_seconds, a.load))
+                                   a.wall_seconds, a.load, a.stage_times))
     return 0
 
 
