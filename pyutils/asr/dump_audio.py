@@ -24,14 +24,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import soundfile as sf
 
-from pyutils.datadir.io import AudioReadError, read_kv, run_pipe
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import AudioReadError, atomic_write, read_kv, run_pipe
 
 
 class AudioError(RuntimeError):
@@ -136,11 +134,8 @@ def dump(wav_scp: str, out_dir: str, fs: int, segments: Optional[str] = None,
         if n % 200 == 0:
             print(f"dump_audio: {n}/{len(entries)} recordings", file=sys.stderr)
     for name, lines in (("wav.scp", scp_lines), ("utt2dur", dur_lines)):
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.")
-        follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with atomic_write(os.path.join(out_dir, name)) as f:
             f.writelines(lines)
-        os.replace(tmp, os.path.join(out_dir, name))
     return len(scp_lines), bad
 
 

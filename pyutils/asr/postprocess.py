@@ -18,12 +18,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from typing import Dict, List, Tuple
 
 from pyutils.asr import tags_text, text_norm
 from pyutils.asr.prepare_text import str2bool
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write as _atomic_open
 
 
 def read_text(path: str) -> Dict[str, str]:
@@ -74,13 +73,8 @@ def repair_file(keys: List[str], hyps: Dict[str, str], lang: str, nvv_tags: bool
 
 
 def atomic_write(path: str, lines: List[str]) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with _atomic_open(path) as f:
         f.writelines(lines)
-    os.replace(tmp, path)
 
 
 def text_to_jsonl(text: Dict[str, str], lang: str) -> List[str]:

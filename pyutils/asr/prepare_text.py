@@ -10,12 +10,10 @@ its tags rewritten in the internal form (``[throat_clearing]``); with
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 
 from pyutils.asr import tags_text, text_norm
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 
 def convert_line(transcript: str, lang: str, nvv_tags: bool) -> str:
@@ -43,12 +41,8 @@ def convert_file(src: str, dst: str, lang: str, nvv_tags: bool) -> int:
                 out_lines.append(f"{utt} {convert_line(transcript, lang, nvv_tags)}".rstrip() + "\n")
             except ValueError as e:
                 raise SystemExit(f"{src}:{n}: utterance {utt}: {e}")
-    d = os.path.dirname(os.path.abspath(dst))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".text.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_write(dst) as f:
         f.writelines(out_lines)
-    os.replace(tmp, dst)
     return len(out_lines)
 
 

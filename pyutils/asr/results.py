@@ -16,12 +16,10 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
-import tempfile
 from datetime import datetime, timezone
 from typing import List, Optional
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 
 def _load(path: str) -> Optional[dict]:
@@ -222,11 +220,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     text = build(a.exp, a.decode_root or os.path.join(a.exp, a.inference_tag), a.inference_tag, a.test_sets.split(), a.lang, a.preset, a.asr_config,
                  a.inference_config, a.data)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".RESULTS.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_write(a.out) as f:
         f.write(text)
-    os.replace(tmp, a.out)
     return 0
 
 

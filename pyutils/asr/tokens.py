@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from typing import List
 
 from pyutils.asr.prepare_text import str2bool
 from pyutils.asr.tags_text import internal_tokens
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 
 def write_nlsyms(path: str) -> None:
@@ -31,13 +30,8 @@ def write_nlsyms(path: str) -> None:
 
 
 def _atomic_write(path: str, content: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write(content)
-    os.replace(tmp, path)
 
 
 def train_bpe(text: str, vocab_size: int, model_prefix: str, nvv_tags: bool = True,

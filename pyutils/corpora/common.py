@@ -20,14 +20,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 from pyutils.safe_paths import name_problem
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
@@ -395,18 +394,8 @@ def _check_token(value: str, what: str, utt: str) -> None:
 
 
 def atomic_write_text(path: os.PathLike, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path) as f:
+        f.write(text)
 
 
 def write_kv(path: os.PathLike, mapping: Dict[str, str]) -> None:

@@ -28,9 +28,8 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 FORMAT = "chorus-stage-marker-1"
 _SKIP_DIRS = {"log", "logdir", "q", "__pycache__"}
@@ -72,13 +71,9 @@ def write_marker(marker: str | os.PathLike, files=(), dirs=(), sig: str = "") ->
         rel = os.path.relpath(p, base)
         entries[rel] = {"size": p.stat().st_size, "sha256": checksum(p)}
     data = {"format": FORMAT, "sig": sig, "files": entries}
-    base.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{marker.name}.", suffix=".tmp", dir=base)
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with atomic_write(marker) as f:
         json.dump(data, f, indent=1, sort_keys=True)
         f.write("\n")
-    os.replace(tmp, marker)
     return data
 
 

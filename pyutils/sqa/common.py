@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from typing import Dict, Iterable, Iterator, List, Sequence
 
 import numpy as np
+
+from pyutils.datadir.io import atomic_write
 
 FAULTS = ("noise", "distortion", "pause")
 FRAME_SHIFT = 0.02  # seconds, the scoring grid
@@ -64,18 +65,14 @@ def read_jsonl(path: str) -> List[dict]:
 
 def write_jsonl(path: str, rows: Iterable[dict]) -> None:
     """Write rows atomically (temp file then ``os.replace``)."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
 
 
 def write_text_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write(text)
-    os.replace(tmp, path)
 
 
 def read_scp(path: str) -> Iterator[tuple]:

@@ -32,7 +32,7 @@ from typing import List, Optional
 import numpy as np
 
 from pyutils.vc.evaluate import SR, load_audio, read_pair_table
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 
 def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
@@ -45,13 +45,8 @@ def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
     peak = float(np.max(np.abs(wav))) if wav.size else 0.0
     if peak > 0.99:
         wav = wav * (0.99 / peak)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp.", suffix=".wav")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    os.close(fd)
-    soundfile.write(tmp, wav, sr, subtype="PCM_16", format="WAV")
-    os.replace(tmp, path)
+    with atomic_write(path, "wb") as f:
+        soundfile.write(f, wav, sr, subtype="PCM_16", format="WAV")
 
 
 def median_f0(wav: np.ndarray, sr: int = SR) -> Optional[float]:

@@ -32,11 +32,10 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 SR = 16000
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
@@ -242,15 +241,10 @@ COLUMNS = ("utt_id", "sim_ref_out", "sim_src_out", "mos", "wer",
 
 def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
     """TSV with a header (``chorus-score vc`` reads the first four components)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with atomic_write(path) as handle:
         handle.write("\t".join(COLUMNS) + "\n")
         for row in rows:
             handle.write("\t".join(str(row.get(c, "nan")).replace("\t", " ") for c in COLUMNS) + "\n")
-    os.replace(tmp, path)
 
 
 def corpus_wer(ref: Dict[str, str], hyp: Dict[str, str]) -> float:

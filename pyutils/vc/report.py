@@ -25,11 +25,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from typing import Dict, List, Optional
 
 import numpy as np
-from pyutils.file_mode import follow_umask
+from pyutils.datadir.io import atomic_write
 
 
 def read_components(path: str) -> List[Dict[str, str]]:
@@ -246,11 +245,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                          score=score_from_json(score_json), plot=plot,
                          wer_table=wer_tables.get(name)))
     text = render(sets, args.title, args.note, args.wer_by)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp.")
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with atomic_write(args.output) as handle:
         handle.write(text)
-    os.replace(tmp, args.output)
     print(text)
     return 0
 
