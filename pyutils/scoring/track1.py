@@ -65,7 +65,7 @@ from array import array
 from collections import Counter
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from pyutils.scoring import align
+from pyutils.scoring import align, native
 from pyutils.scoring.errors import ScoringError
 from pyutils.scoring.io import OrderedSpool, id_set_error, iter_jsonl, require_field
 from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged
@@ -344,6 +344,20 @@ class _LangAccumulator:
             return edits, mapped, value
         return None
 
+    def absorb(self, batch: "_NativeBatch") -> None:
+        """Add the per-tag counts and confusion pairs that ``batch`` accumulated."""
+        tags, nt = self.tags, len(self.tags)
+        for k, tag in enumerate(tags):
+            if batch.tag_ref[k]:
+                self.ref_counts[tag] += batch.tag_ref[k]
+            if batch.tag_pred[k]:
+                self.pred_counts[tag] += batch.tag_pred[k]
+            if batch.tag_tp[k]:
+                self.tp_counts[tag] += batch.tag_tp[k]
+        for k, n in enumerate(batch.confusion):
+            if n:
+                self.off_diagonal[tags[k // nt], tags[k % nt]] += n
+
     def _confuse(self, ref_events: Sequence[Event], mapped: Sequence[Event]) -> None:
         """Off-diagonal confusion pairs of one utterance (see module docstring).
 
@@ -423,6 +437,80 @@ class _LangAccumulator:
         }
 
 
+class _NativeBatch:
+    """Utterances of one language queued for the C scorer (``track1_native.c``).
+
+    Each submission row adds its codes (lexical units, events packed as
+    ``position * 16 + tag``) and the reference row it is scored against;
+    every :attr:`SIZE` rows one C call scores them all and adds the sums to
+    the language's :class:`_LangAccumulator` (mNTD values by scoring slot, as
+    the Python path). Per-tag counts stay in arrays until :meth:`finish`.
+    """
+
+    SIZE = 4096
+
+    def __init__(self, acc: _LangAccumulator, table: _ReferenceTable) -> None:
+        self.acc, self.table = acc, table
+        nt = table.n_tags
+        self.tag_tp, self.tag_ref, self.tag_pred = (array("q", [0]) * nt for _ in range(3))
+        self.confusion = array("q", [0]) * (nt * nt)
+        self._clear()
+
+    def _clear(self) -> None:
+        self.rows, self.slots = array("Q"), array("Q")
+        self.lex, self.lex_starts = array("I"), array("Q", [0])
+        self.events, self.event_starts = array("Q"), array("Q", [0])
+
+    def add(self, row: int, slot: int, lex_codes: Iterable[int], events: Optional[List[int]]) -> None:
+        self.rows.append(row)
+        self.slots.append(slot)
+        self.lex.extend(lex_codes)
+        self.lex_starts.append(len(self.lex))
+        if events:
+            self.events.extend(events)
+        self.event_starts.append(len(self.events))
+        if len(self.rows) >= self.SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        k = len(self.rows)
+        if not k:
+            return
+        t, acc, buf = self.table, self.acc, native.ffi.from_buffer
+        edits, tp = array("q", [0]) * k, array("q", [0]) * k
+        mntd = array("d", [0.0]) * k
+        n_ref, n_pred = sum(self.tag_ref), sum(self.tag_pred)
+        # (an empty array has no buffer to lend: one unused element is added)
+        lex = self.lex if len(self.lex) else array("I", [0])
+        events = self.events if len(self.events) else array("Q", [0])
+        if native.lib.score_batch(
+                buf("uint32_t[]", t.lexical), buf("uint64_t[]", t.lexical_starts), buf("uint64_t[]", t.events),
+                buf("uint64_t[]", t.event_starts), buf("uint64_t[]", self.rows), k, buf("uint32_t[]", lex),
+                buf("uint64_t[]", self.lex_starts), buf("uint64_t[]", events), buf("uint64_t[]", self.event_starts),
+                t.n_tags, acc.collar, buf("int64_t[]", edits), buf("int64_t[]", tp), buf("double[]", mntd),
+                buf("int64_t[]", self.tag_tp), buf("int64_t[]", self.tag_ref), buf("int64_t[]", self.tag_pred),
+                buf("int64_t[]", self.confusion)) != 0:
+            raise MemoryError("track1_native.score_batch: out of memory")
+        batch_tp = sum(tp)
+        acc.n_utts += k
+        acc.edits += sum(edits)
+        acc.tp += batch_tp
+        acc.fp += sum(self.tag_pred) - n_pred - batch_tp
+        acc.fn += sum(self.tag_ref) - n_ref - batch_tp
+        ls, es = t.lexical_starts, t.event_starts
+        acc.ref_tokens += sum([ls[r + 1] - ls[r] + es[r + 1] - es[r] for r in self.rows])
+        values, has = acc.mntd_values, acc.has_mntd
+        for slot, value in zip(self.slots, mntd):
+            if value == value:  # NaN: no reference event, no mNTD
+                values[slot] = value
+                has[slot] = 1
+        self._clear()
+
+    def finish(self) -> None:
+        self.flush()
+        self.acc.absorb(self)
+
+
 def safe_prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
     """Precision, recall, F1 with 0 where a denominator is 0."""
     precision = tp / (tp + fp) if (tp + fp) else 0.0
@@ -489,6 +577,11 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
     lexical, lexical_starts = table.lexical, table.lexical_starts
     event_starts, decode_events = table.event_starts, table.decode_events
     code = table.vocab.__getitem__
+    # the C scorer, when built (not with a report: that needs each utterance's alignment)
+    batches = [None] * len(LANGUAGES)
+    if native.lib is not None and report is None:
+        batches = [accs[lang] and _NativeBatch(accs[lang], table) if lang in accs else None for lang in LANGUAGES]
+    n_tags, tag_code = table.n_tags, table.tag_code
     hyp_lines = array("Q", [0]) * n           # row -> submission line (0: not seen yet)
     n_seen = 0
     unknown: Dict[str, int] = {}              # submission ids not in the reference -> line
@@ -532,6 +625,11 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
             continue
         if tag_error is not None:
             continue  # the run fails; scores are not needed any more
+        batch = batches[lang_code]
+        if batch is not None:
+            batch.add(row, r - first_by_code[lang_code], map(code, parsed.lexical),
+                      [e.position * n_tags + tag_code[e.tag] for e in parsed.events] if parsed.events else None)
+            continue
         # the reference utterance as codes
         ref_lex = lexical[lexical_starts[row]:lexical_starts[row + 1]].tolist()
         a, b = event_starts[row], event_starts[row + 1]
@@ -551,6 +649,9 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
     error = id_set_error(n - n_seen, first_missing, len(unknown), min(unknown, default=None), hyp_path)
     if error is not None:
         raise error
+    for batch in batches:
+        if batch is not None:
+            batch.finish()
     results: Dict[str, Any] = {}
     for lang in present:
         if tag_error is not None and tag_error_rank < end_rank[lang]:
