@@ -70,6 +70,10 @@ def iter_lines(path: str, *, bom: str = "error") -> Iterator[Tuple[int, str]]:
                                f"cannot read file ({exc.strerror or type(exc).__name__})", path) from None
 
 
+# The C scanner behind json.loads (same default settings), called without its Python wrapper.
+_SCAN_ONCE = json.JSONDecoder().scan_once
+
+
 def iter_jsonl(path: str, *, allow_empty: bool = False) -> Iterator[Tuple[int, Dict[str, Any]]]:
     """Yield ``(line_no, object)`` one line at a time (1-based line numbers).
 
@@ -80,18 +84,25 @@ def iter_jsonl(path: str, *, allow_empty: bool = False) -> Iterator[Tuple[int, D
     EMPTY_JSONL (no records at all, raised at the end of the file).
     """
     seen = False
-    loads = json.loads
+    scan, loads = _SCAN_ONCE, json.loads
     for line_no, raw in iter_lines(path):
         line = raw.strip()
         if not line:
             continue
+        # json.loads(line) = scan_once(line, 0) + whitespace checks that a stripped line
+        # passes + the whole line used; when the scanner fails, json.loads says why
         try:
-            value = loads(line)
-        except json.JSONDecodeError as exc:
-            raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg} (column {exc.colno})",
-                               path, line_no) from None
-        except RecursionError:
-            raise ScoringError("INVALID_JSON", "invalid JSON: nested too deeply", path, line_no) from None
+            value, end = scan(line, 0)
+        except (StopIteration, ValueError, RecursionError):
+            end = -1
+        if end != len(line):
+            try:
+                value = loads(line)
+            except json.JSONDecodeError as exc:
+                raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg} (column {exc.colno})",
+                                   path, line_no) from None
+            except RecursionError:
+                raise ScoringError("INVALID_JSON", "invalid JSON: nested too deeply", path, line_no) from None
         if type(value) is not dict:
             raise ScoringError("INVALID_JSONL_RECORD",
                                f"each line must be a JSON object, got {type(value).__name__}",

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import accumulate
 from typing import Dict, List, NamedTuple, Tuple
 
 from pyutils.scoring.errors import ScoringError
@@ -216,6 +217,37 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
 
     ``inventory``: allowed normalised labels (default: the 16 challenge tags).
     Raises :class:`ScoringError` without a location; callers add file:line.
+    The work is done by :func:`parse_units`; this adds the tagged tokens and
+    :class:`Event` objects.
+    """
+    lexical, positions, tags = parse_units(text, language, inventory)
+    lexical = tuple(lexical)
+    if not tags:
+        return Parsed(lexical, lexical, ())
+    new = tuple.__new__
+    events = []
+    tagged: List[str] = []
+    done = 0
+    for k, (pos, tag) in enumerate(zip(positions, tags)):
+        events.append(new(Event, (pos, k, tag)))
+        tagged += lexical[done:pos]
+        tagged.append(f"[{tag}]")
+        done = pos
+    tagged += lexical[done:]
+    return new(Parsed, (lexical, tuple(tagged), tuple(events)))
+
+
+def _units_of(parsed: Parsed):
+    return list(parsed.lexical), [e.position for e in parsed.events], [e.tag for e in parsed.events]
+
+
+def parse_units(text: str, language: str, inventory: frozenset = None):
+    """``(lexical units, event positions, event tags)`` of one tagged transcript.
+
+    :func:`parse_tagged` without building tagged tokens and events (the
+    scorer's fast form): the units are a list of words (English) or a string
+    of one-character units (Mandarin); the k-th event sits at boundary
+    ``positions[k]`` (units before it). Same validation and errors.
 
     Fast path: ``TAG_RE.split`` gives segments and labels in one C call; the
     segments are joined with a private-use marker (category Co: ignored,
@@ -228,15 +260,14 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
     if language not in LANGUAGES:
         raise ValueError(f"unsupported language {language!r}")
     if "[" not in text and "]" not in text:  # no tags at all
-        units = tuple(lexical_units(text, language))
-        return Parsed(units, units, ())
+        return lexical_units(text, language), [], []
     if _MARKER in text or _CAPITAL_SIGMA in text:
-        return parse_tagged_segments(text, language, inventory)
+        return _units_of(parse_tagged_segments(text, language, inventory))
     pieces = TAG_RE.split(text)
     body = _MARKER.join(pieces[0::2])
     if "[" in body or "]" in body:
         # a stray bracket: find the first error in text order, as the official script
-        return parse_tagged_segments(text, language, inventory)
+        return _units_of(parse_tagged_segments(text, language, inventory))
     if inventory is None:
         known = _TAG_CACHE.get
         tags = [t if type(t) is str else canonical_tag(label)
@@ -247,42 +278,28 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
         units = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower().translate(_DROP_KEEP_MARKER)
         parts = units.split(_MARKER)
         if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
-            return parse_tagged_segments(text, language, inventory)
-        # one character per unit: the k-th marker sits at index pos_k + k
-        tagged_list = list(units)
-        events: List[Event] = []
-        new = tuple.__new__
-        pos = 0
-        for k, tag in enumerate(tags):
-            pos += len(parts[k])
-            events.append(new(Event, (pos, k, tag)))
-            tagged_list[pos + k] = f"[{tag}]"
-        return new(Parsed, (tuple("".join(parts)), tuple(tagged_list), tuple(events)))
+            return _units_of(parse_tagged_segments(text, language, inventory))
+        # one character per unit
+        return units.replace(_MARKER, ""), list(accumulate(map(len, parts[:-1]))), tags
+    body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
+    findall = EN_WORD_RE.findall
+    ascii_body = body.replace(_MARKER, "\x01")
+    if ascii_body.isascii() and "\x01" not in text:
+        # ASCII: letters, digits, apostrophes and the \x01 marker kept, every
+        # other byte a space (one C call); a part without an apostrophe then
+        # splits on whitespace exactly into what the word pattern finds.
+        ascii_body = ascii_body.encode("ascii").translate(_ASCII_EN_BYTES).decode("ascii")
+        parts = [findall(part) if "'" in part else part.split() for part in ascii_body.split("\x01")]
     else:
-        body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
-        findall = EN_WORD_RE.findall
-        ascii_body = body.replace(_MARKER, "\x01")
-        if ascii_body.isascii() and "\x01" not in text:
-            # ASCII: letters, digits, apostrophes and the \x01 marker kept, every
-            # other byte a space (one C call); a part without an apostrophe then
-            # splits on whitespace exactly into what the word pattern finds.
-            ascii_body = ascii_body.encode("ascii").translate(_ASCII_EN_BYTES).decode("ascii")
-            parts = [findall(part) if "'" in part else part.split() for part in ascii_body.split("\x01")]
-        else:
-            parts = [findall(part) for part in body.split(_MARKER)]
+        parts = [findall(part) for part in body.split(_MARKER)]
     if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
-        return parse_tagged_segments(text, language, inventory)
-    lexical: List[str] = list(parts[0])
-    tagged: List[str] = list(parts[0])
-    events: List[Event] = []
-    new = tuple.__new__
-    for k, tag in enumerate(tags):
-        events.append(new(Event, (len(lexical), k, tag)))
-        tagged.append(f"[{tag}]")
-        part = parts[k + 1]
+        return _units_of(parse_tagged_segments(text, language, inventory))
+    lexical = parts[0]
+    positions = []
+    for part in parts[1:]:
+        positions.append(len(lexical))
         lexical += part
-        tagged += part
-    return new(Parsed, (tuple(lexical), tuple(tagged), tuple(events)))
+    return lexical, positions, tags
 
 
 def parse_tagged_segments(text: str, language: str, inventory: frozenset = None) -> Parsed:

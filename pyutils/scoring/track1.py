@@ -68,7 +68,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from pyutils.scoring import align, native
 from pyutils.scoring.errors import ScoringError
 from pyutils.scoring.io import OrderedSpool, id_set_error, iter_jsonl, require_field
-from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged
+from pyutils.scoring.textnorm import LANGUAGES, Event, Parsed, parse_tagged, parse_units
 from pyutils.tags import challenge_tags
 
 PROTOCOL_NAME = "NVVSpeech Challenge Track 1 evaluation (re-implemented by chorus-score)"
@@ -187,19 +187,19 @@ class _ReferenceTable:
         if first is not None:
             raise _duplicate(utt_id, self.lines[first], path, line)
         try:
-            parsed = parse_tagged(text, lang)
+            lexical, positions, tags = parse_units(text, lang)
         except ScoringError as exc:
             raise exc.located(path, line)
         vocab = self.vocab
-        codes = list(map(vocab.get, parsed.lexical))  # None for a unit not seen before (rare after a while)
+        codes = list(map(vocab.get, lexical))  # None for a unit not seen before (rare after a while)
         if None in codes:
             add = vocab.setdefault
-            codes = [add(t, len(vocab)) for t in parsed.lexical]
+            codes = [add(t, len(vocab)) for t in lexical]
         self.lexical.extend(codes)
         self.lexical_starts.append(len(self.lexical))
-        if parsed.events:
+        if tags:
             nt, tag_code = self.n_tags, self.tag_code
-            self.events.extend([e.position * nt + tag_code[e.tag] for e in parsed.events])
+            self.events.extend([p * nt + tag_code[t] for p, t in zip(positions, tags)])
         self.event_starts.append(len(self.events))
         self.index[utt_id] = len(self.lines)
         self.lines.append(line)
@@ -580,7 +580,7 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
     # the C scorer, when built (not with a report: that needs each utterance's alignment)
     batches = [None] * len(LANGUAGES)
     if native.lib is not None and report is None:
-        batches = [accs[lang] and _NativeBatch(accs[lang], table) if lang in accs else None for lang in LANGUAGES]
+        batches = [_NativeBatch(accs[lang], table) if lang in accs else None for lang in LANGUAGES]
     n_tags, tag_code = table.n_tags, table.tag_code
     hyp_lines = array("Q", [0]) * n           # row -> submission line (0: not seen yet)
     n_seen = 0
@@ -618,17 +618,18 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
         if r > tag_error_rank:
             continue
         lang_code = langs[row]
+        batch = batches[lang_code]
         try:
-            parsed = parse_tagged(text, LANGUAGES[lang_code])
+            parsed = parse_units(text, LANGUAGES[lang_code]) if batch else parse_tagged(text, LANGUAGES[lang_code])
         except ScoringError as exc:
             tag_error, tag_error_rank = exc.located(hyp_path, line), r
             continue
         if tag_error is not None:
             continue  # the run fails; scores are not needed any more
-        batch = batches[lang_code]
         if batch is not None:
-            batch.add(row, r - first_by_code[lang_code], map(code, parsed.lexical),
-                      [e.position * n_tags + tag_code[e.tag] for e in parsed.events] if parsed.events else None)
+            units, positions, ev_tags = parsed
+            batch.add(row, r - first_by_code[lang_code], map(code, units),
+                      [p * n_tags + tag_code[t] for p, t in zip(positions, ev_tags)] if ev_tags else None)
             continue
         # the reference utterance as codes
         ref_lex = lexical[lexical_starts[row]:lexical_starts[row + 1]].tolist()
