@@ -15,8 +15,12 @@
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
-# Every stage prints "stage N: ..." and logs to exp/.../log/*.log; each is resumable
-# (re-running a finished stage redoes it; skip it with --stage).
+# Every stage prints "stage N: ..." and logs to exp/.../log/*.log. Stages 0-7 leave verified
+# markers (chain_done/chain_mark of utils/stage_prelude.sh: output files with sizes and
+# checksums, the settings, and the markers of the steps they read from): a rerun skips a
+# finished stage (per set in stages 2 and 6) while its outputs are intact and it would be made
+# from the same inputs, and redoes it otherwise (then the stages after it see new inputs and
+# are redone too); a stage killed halfway is redone. Stage 8 always runs.
 set -euo pipefail
 
 log() {
@@ -141,6 +145,7 @@ python=python3
 command -v python >/dev/null && python=python
 
 _all_sets="${train_set} ${valid_set} ${test_sets}"
+_dump_done() { echo "${dump_dir}/raw/$1/.tts_dump.done"; }   # stage 2 marker of a set
 if ${use_sid} && ${use_spk_embed}; then
   log "note: both --use_sid and --use_spk_embed are true; the model gets both"
 fi
@@ -181,7 +186,9 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 1
-if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
+if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ] && ! chain_done "${data_dir}/${train_set}/.tts_data.done" \
+     --after "${corpus_dir}/.stage0.done" "${corpus_dir} ${corpus_splits} ${_all_sets} ${skip_data_prep}" \
+     "$(cat "${corpus_dir}"/data/*/{wav.scp,text} 2>/dev/null | md5sum)"; then
   log "stage 1: data prep -> ${data_dir}/{${train_set},${valid_set},${test_sets// /,}}"
   if ! ${skip_data_prep}; then
     # corpus split names: train dev test
@@ -202,14 +209,20 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
   for s in ${train_set} ${valid_set} ${test_sets}; do
     ${python} -m pyutils.tts.inputs --kaldi-text "${data_dir}/${s}/text"
   done
+  chain_mark "${data_dir}/${train_set}/.tts_data.done" $(for s in ${_all_sets}; do echo "--dir ${data_dir}/${s}"; done)
 fi
 
 # ---------------------------------------------------------------- stage 2
 if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   log "stage 2: front-end (${lang}, ${token_type}; tags atomic) -> ${dump_dir}/raw"
   mkdir -p "${dump_dir}/raw"
+  _dumped=""
   for s in ${_all_sets}; do
     _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
+    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} ${valid_max_utts} ${test_max_utts}" \
+         "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
+         "${_src}"/{events.jsonl,spk_embed.scp} "${data_dir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
+    _dumped+=" ${s}"
     mkdir -p "${_dst}/log"
     for f in wav.scp utt2spk spk2utt utt2dur events.jsonl spk_embed.scp; do
       [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_dst}/${f}"
@@ -249,10 +262,15 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" \
       "${dump_dir}/raw/${s}/utt2spk" "${dump_dir}/raw/${s}/utt2sid"
   done
+  for s in ${_dumped}; do   # (durations in these folders are stage 3's)
+    chain_mark "$(_dump_done "${s}")" $(find "${dump_dir}/raw/${s}" -maxdepth 1 -type f ! -name '.*' ! -name durations
+                                        [ ! -d "${dump_dir}/raw/${s}/wav" ] || echo "--dir ${dump_dir}/raw/${s}/wav")
+  done
 fi
 
 # ---------------------------------------------------------------- stage 3
-if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
+if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && ! chain_done "${token_list_dir}/.tts_tokens.done" \
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_dur_model} $(md5sum < "${tts_config}")"; then
   log "stage 3: token list -> ${token_list}"
   mkdir -p "${token_list_dir}"
   ${python} -m pyutils.tts.tokens "${dump_dir}/raw/${train_set}/text" "${token_list}"
@@ -266,6 +284,8 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
         --align "${dump_dir}/raw/${train_set}" --align "${dump_dir}/raw/${valid_set}" --out-dir "${_align_dir}"
     grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
   fi
+  chain_mark "${token_list_dir}/.tts_tokens.done" "${token_list}" $(! ${_dur_model} || echo \
+    "${dump_dir}/raw/${train_set}/durations" "${dump_dir}/raw/${valid_set}/durations" "${_align_dir}/align_stats.json")
 fi
 
 # Data arguments shared by stats, training and the shape files.
@@ -290,7 +310,9 @@ _model_opts() {
 }
 
 # ---------------------------------------------------------------- stage 4
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && ! chain_done "${tts_stats_dir}/.tts_stats.done" \
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
+     --after "${token_list_dir}/.tts_tokens.done" "${train_args} ${use_sid} $(md5sum < "${tts_config}")"; then
   log "stage 4: statistics -> ${tts_stats_dir}"
   _logdir=${tts_stats_dir}/logdir
   rm -rf "${_logdir}"; mkdir -p "${_logdir}"
@@ -311,12 +333,18 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   # shellcheck disable=SC2086
   ${python} -m espnet2.bin.aggregate_stats_dirs ${_dirs} --output_dir "${tts_stats_dir}"
   log "stage 4: ${_ntrain} train / ${_nvalid} valid utterances"
+  chain_mark "${tts_stats_dir}/.tts_stats.done" --dir "${tts_stats_dir}/train" --dir "${tts_stats_dir}/valid"
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
+if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
+     --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
+  # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed
+  if ${chain_stale}; then rm -f "${tts_exp}/checkpoint.pth"; fi
   cp "${tts_config}" "${tts_exp}/train_config.src.yaml"
   _opts=""
   if [ -f "${tts_stats_dir}/train/feats_stats.npz" ] && grep -q "^normalize: *global_mvn" "${tts_config}"; then
@@ -336,6 +364,7 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
       --valid_shape_file "${tts_stats_dir}/valid/speech_shape" \
       --fold_length 150 --fold_length 204800 \
       --resume true --use_tensorboard false --output_dir "${tts_exp}" ${_opts} ${train_args}
+  chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml"
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -368,6 +397,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     _data=${dump_dir}/raw/${s}
     _dir=${tts_exp}/synth_${s}
     _logdir=${_dir}/log
+    if chain_done "${_dir}/.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tts_tokens.done" \
+         "${inference_model} ${inference_args} ${gpu_inference} ${vocoder} ${gl_iters} ${gl_power}" \
+         "$(cat "${_data}"/{text,utt2sid,spk_embed.scp} "${tts_exp}/${inference_model}" 2>/dev/null | md5sum)"; then continue; fi
     rm -rf "${_dir}"; mkdir -p "${_logdir}"
     _n=$(wc -l < "${_data}/text")
     _nj=$(( nj < _n ? nj : _n ))
@@ -404,11 +436,17 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
       --expect-keys "${_data}/text" || exit 2
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
+    chain_mark "${_dir}/.done" --dir "${_dir}"
   done
 fi
 
 # ---------------------------------------------------------------- stage 7
-if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
+if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}/.eval.done" \
+     $(for s in ${test_sets}; do echo "--after ${tts_exp}/synth_${s}/.done --after $(_dump_done "${s}")"; done) \
+     --after "${token_list_dir}/.tts_tokens.done" \
+     "${judge} ${judge_model} ${eval_max_utts} ${preset} ${lang} ${test_sets} ${_dur_model}" \
+     "$(_a=${asr_exp:-$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)}
+        echo "${_a}"; [ -z "${_a}" ] || cat "${_a}/.train.done" 2>/dev/null || true)"; then
   log "stage 7: objective evaluation -> ${tts_exp}/RESULTS.md"
   if [ -z "${asr_exp}" ]; then
     asr_exp=$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)
@@ -464,6 +502,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     log "stage 7: copied to $(pwd)/RESULTS.md"
   fi
   grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
+  chain_mark "${tts_exp}/.eval.done" "${tts_exp}/RESULTS.md" $(for s in ${test_sets}; do echo "--dir ${tts_exp}/eval_${s}"; done)
 fi
 
 # ---------------------------------------------------------------- stage 8

@@ -89,3 +89,34 @@ stage_done() {
   return 1
 }
 stage_mark() { _chorus_marker write "$@"; }
+
+# 4. Markers that depend on other markers (local/nvv_tts.sh):
+#      if chain_done MARKER [--after EARLIER_MARKER]... [SETTING]...; then skip; else
+#        ... run the step ...
+#        chain_mark MARKER (FILE | --dir DIR)...
+#      fi
+#    chain_done is stage_done with --sig = the SETTINGs plus the checksums of the EARLIER
+#    markers (which list their outputs' checksums): a step is redone when its own outputs
+#    are missing or damaged, when its settings changed, or when a step it reads from was
+#    redone with other outputs. When it is to run, its old marker is removed first (a kill
+#    mid-step leaves none) and chain_stale tells whether there was one (the step had
+#    finished before).
+declare -A _chain_sigs=()
+chain_stale=false
+chain_done() {
+  local marker=$1 m; shift
+  local -a settings=() after=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --after ]; then after+=("$2"); shift 2; else settings+=("$1"); shift; fi
+  done
+  _chain_sigs[${marker}]=$( { printf '%s\n' "${settings[@]}"
+    for m in "${after[@]}"; do if [ -f "${m}" ]; then md5sum < "${m}"; else echo none; fi; done; } | md5sum | cut -d' ' -f1)
+  if stage_done "${marker}" --sig "${_chain_sigs[${marker}]}"; then
+    echo "$(basename "$0"): done, skipping (${marker} vouches for its outputs)" >&2
+    return 0
+  fi
+  chain_stale=false
+  if [ -e "${marker}" ]; then chain_stale=true; rm -f "${marker}"; fi
+  return 1
+}
+chain_mark() { stage_mark "$1" --sig "${_chain_sigs[$1]:?chain_mark $1 without chain_done}" "${@:2}"; }
