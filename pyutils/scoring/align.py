@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from rapidfuzz.distance import Levenshtein
-
 from pyutils.scoring.textnorm import Event
+
 
 def edit_distance(ref: Sequence, hyp: Sequence) -> int:
     """Unit-cost Levenshtein distance between two token sequences (rapidfuzz, C)."""
+    # imported here: the C scorer (track1_native.c) never needs it, so it stays out of its start-up
+    from rapidfuzz.distance import Levenshtein
     return Levenshtein.distance(ref, hyp)
 
 

@@ -237,6 +237,24 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
     return new(Parsed, (lexical, tuple(tagged), tuple(events)))
 
 
+def _tag_names(labels: List[str], inventory: frozenset = None) -> List[str]:
+    """Canonical names of raw tag labels (cached for the challenge tags); raises tag errors."""
+    if inventory is None:
+        known = _TAG_CACHE.get
+        return [t if type(t) is str else canonical_tag(label) for label in labels for t in (known(label),)]
+    return [canonical_tag(label, inventory) for label in labels]
+
+
+def _joined(parts: List[List[str]]):
+    """Word lists of the segments between tags -> (all words, the tag positions)."""
+    lexical = parts[0]
+    positions = []
+    for part in parts[1:]:
+        positions.append(len(lexical))
+        lexical += part
+    return lexical, positions
+
+
 def _units_of(parsed: Parsed):
     return list(parsed.lexical), [e.position for e in parsed.events], [e.tag for e in parsed.events]
 
@@ -261,6 +279,8 @@ def parse_units(text: str, language: str, inventory: frozenset = None):
         raise ValueError(f"unsupported language {language!r}")
     if "[" not in text and "]" not in text:  # no tags at all
         return lexical_units(text, language), [], []
+    if language == "en" and text.isascii() and "\x01" not in text:
+        return _ascii_english_units(text, inventory)
     if _MARKER in text or _CAPITAL_SIGMA in text:
         return _units_of(parse_tagged_segments(text, language, inventory))
     pieces = TAG_RE.split(text)
@@ -268,12 +288,7 @@ def parse_units(text: str, language: str, inventory: frozenset = None):
     if "[" in body or "]" in body:
         # a stray bracket: find the first error in text order, as the official script
         return _units_of(parse_tagged_segments(text, language, inventory))
-    if inventory is None:
-        known = _TAG_CACHE.get
-        tags = [t if type(t) is str else canonical_tag(label)
-                for label in pieces[1::2] for t in (known(label),)]
-    else:
-        tags = [canonical_tag(label, inventory) for label in pieces[1::2]]
+    tags = _tag_names(pieces[1::2], inventory)
     if language == "zh":
         units = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower().translate(_DROP_KEEP_MARKER)
         parts = units.split(_MARKER)
@@ -294,12 +309,22 @@ def parse_units(text: str, language: str, inventory: frozenset = None):
         parts = [findall(part) for part in body.split(_MARKER)]
     if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
         return _units_of(parse_tagged_segments(text, language, inventory))
-    lexical = parts[0]
-    positions = []
-    for part in parts[1:]:
-        positions.append(len(lexical))
-        lexical += part
-    return lexical, positions, tags
+    return _joined(parts) + (tags,)
+
+
+def _ascii_english_units(text: str, inventory: frozenset = None):
+    """:func:`parse_units` of an ASCII English text without ``\\x01``: NFKC and the
+    apostrophe mapping change no ASCII character, and the segments are joined
+    with ``\\x01`` (kept by the byte table, then split on) instead of the marker."""
+    pieces = TAG_RE.split(text)
+    body = "\x01".join(pieces[0::2])
+    if "[" in body or "]" in body:
+        return _units_of(parse_tagged_segments(text, "en", inventory))
+    tags = _tag_names(pieces[1::2], inventory)
+    findall = EN_WORD_RE.findall
+    body = body.lower().encode("ascii").translate(_ASCII_EN_BYTES).decode("ascii")
+    parts = [findall(part) if "'" in part else part.split() for part in body.split("\x01")]
+    return _joined(parts) + (tags,)
 
 
 def parse_tagged_segments(text: str, language: str, inventory: frozenset = None) -> Parsed:
