@@ -244,3 +244,40 @@ def test_cli_late_error_leaves_outputs_untouched(tmp_path):
     assert json.loads((out / "res.json").read_text())["FinalTrack1Score"] == plain.score(ref_rows, hyp_rows)[
         "FinalTrack1Score"]
     assert (out / "per_utt.txt").read_text(encoding="utf-8").count("\n== ") == 300
+
+
+def _lines_one_by_one(path, bom):
+    """The literal reading: every line split and decoded on its own (what iter_lines must equal)."""
+    out = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            for piece in raw.splitlines():
+                try:
+                    text = piece.decode("utf-8")
+                except UnicodeDecodeError:
+                    return out + [("INVALID_ENCODING", len(out) + 1)]
+                if not out and text.startswith("\ufeff"):
+                    if bom != "strip":
+                        return [("INVALID_ENCODING", 1)]
+                    text = text[1:]
+                out.append((len(out) + 1, text))
+    return out
+
+
+def test_block_reader_equals_line_by_line_reading(tmp_path):
+    from pyutils.scoring.io import iter_lines
+    rng = random.Random(5)
+    pieces = [b"a", b"\n", b"\r", b"\r\n", "\u00e9".encode(), "\u4f60".encode(), b" ", b"\xff", b"\xef\xbb\xbf"]
+    path = tmp_path / "f.txt"
+    for _ in range(400):
+        data = b"".join(rng.choice(pieces[:7] if rng.random() < 0.7 else pieces) for _ in range(rng.randint(0, 30)))
+        path.write_bytes(data)
+        for bom in ("error", "strip"):
+            want = _lines_one_by_one(path, bom)
+            for block_size in (1, 3, 8, 1 << 18):
+                got = []
+                try:
+                    got.extend(iter_lines(str(path), bom=bom, block_size=block_size))
+                except ScoringError as exc:
+                    got.append((exc.code, exc.line))
+                assert got == want, (data, bom, block_size)
