@@ -15,12 +15,12 @@
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
-# Every stage prints "stage N: ..." and logs to exp/.../log/*.log. Stages 0-7 leave verified
-# markers (chain_done/chain_mark of utils/stage_prelude.sh: output files with sizes and
-# checksums, the settings, and the markers of the steps they read from): a rerun skips a
-# finished stage (per set in stages 2 and 6) while its outputs are intact and it would be made
-# from the same inputs, and redoes it otherwise (then the stages after it see new inputs and
-# are redone too); a stage killed halfway is redone. Stage 8 always runs.
+# Every stage prints "stage N: ..." and logs to exp/.../log/*.log. Stages 1-7 (and 0 for the
+# mini corpus) leave verified markers (chain_done/chain_mark of utils/stage_prelude.sh: output
+# files with sizes and checksums, the settings, and the markers of the steps they read from):
+# a rerun skips a finished stage (per set in stages 2 and 6) while its outputs are intact and
+# it would be made from the same inputs, and redoes it otherwise (the stages after it then see
+# changed inputs and are redone too); a stage killed halfway is redone. Stage 8 always runs.
 set -euo pipefail
 
 log() {
