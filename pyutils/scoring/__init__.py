@@ -7,6 +7,8 @@ Modules (each with one job):
 - :mod:`~pyutils.scoring.textnorm` -- Track 1 tagged-transcript parsing/normalisation
 - :mod:`~pyutils.scoring.align`    -- lexical alignment, event matching, mNTD
 - :mod:`~pyutils.scoring.track1`   -- NVVSpeech Challenge Track 1 score (protocol v1.0.0)
+- :mod:`~pyutils.scoring.native`   -- its per-utterance scoring in C (``track1_native.c``,
+  built by :mod:`~pyutils.scoring.native_build`; optional, the Python path gives the same numbers)
 - :mod:`~pyutils.scoring.nvbench`  -- NV-Bench CER / PCER / OCER
 - :mod:`~pyutils.scoring.sqa`      -- speech-quality-assessment score (PCC, F1, frame IoU)
 - :mod:`~pyutils.scoring.vc`       -- VLSP 2025 voice-conversion score

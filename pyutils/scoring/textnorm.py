@@ -138,14 +138,9 @@ def _nfkc_fast(text: str) -> str:
     return t if _is_normalized("NFKC", t) else _unicode_normalize("NFKC", text)
 
 
-def _nfkc(text: str) -> str:
-    # is_normalized is a quick check; normalize() itself is slow on CJK text.
-    return text if _is_normalized("NFKC", text) else _unicode_normalize("NFKC", text)
-
-
 def normalize_segment(segment: str) -> str:
     """NFKC, typographic apostrophes -> ``'``, lower-case."""
-    return _APOSTROPHE_RE.sub("'", _nfkc(segment)).lower()
+    return _APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower()
 
 
 def lexical_units(segment: str, language: str) -> List[str]:
@@ -155,17 +150,18 @@ def lexical_units(segment: str, language: str) -> List[str]:
             # Same result as the word pattern: in ASCII, [^\W_] is [A-Za-z0-9]
             # and NFKC/apostrophe mapping change nothing.
             return segment.lower().encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
-        return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower())
+        return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower())
     if language == "zh":
         # Apostrophes are ignored in Mandarin whatever their form, but the
         # mapping still matters before lower(): ``'`` is case-ignorable for the
         # final-sigma rule and the prime is not.
-        return list(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower().translate(_DROP_IGNORED))
+        return list(_APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower().translate(_DROP_IGNORED))
     raise ValueError(f"unsupported language {language!r}")
 
 
 _CHALLENGE = None
 _TAG_CACHE: Dict[str, object] = {}
+_VALID_TAG: Dict[str, str] = {}  # the raw labels of _TAG_CACHE that are valid challenge tags
 
 
 def _challenge_set() -> frozenset:
@@ -194,6 +190,8 @@ def canonical_tag(raw: str, inventory: frozenset = None) -> str:
         err = None
     if inventory is None and len(_TAG_CACHE) < 100000:
         _TAG_CACHE[raw] = err or tag
+        if not err:
+            _VALID_TAG[raw] = tag
     if err:
         raise ScoringError(*err)
     return tag
@@ -240,8 +238,9 @@ def parse_tagged(text: str, language: str, inventory: frozenset = None) -> Parse
 def _tag_names(labels: List[str], inventory: frozenset = None) -> List[str]:
     """Canonical names of raw tag labels (cached for the challenge tags); raises tag errors."""
     if inventory is None:
-        known = _TAG_CACHE.get
-        return [t if type(t) is str else canonical_tag(label) for label in labels for t in (known(label),)]
+        tags = list(map(_VALID_TAG.get, labels))
+        if None not in tags:
+            return tags
     return [canonical_tag(label, inventory) for label in labels]
 
 
@@ -296,7 +295,7 @@ def parse_units(text: str, language: str, inventory: frozenset = None):
             return _units_of(parse_tagged_segments(text, language, inventory))
         # one character per unit
         return units.replace(_MARKER, ""), list(accumulate(map(len, parts[:-1]))), tags
-    body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
+    body = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower()
     findall = EN_WORD_RE.findall
     ascii_body = body.replace(_MARKER, "\x01")
     if ascii_body.isascii() and "\x01" not in text:
