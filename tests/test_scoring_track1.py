@@ -363,3 +363,20 @@ def test_confusion_rows_and_columns_add_up():
             assert sum(table[tag].values()) == c["reference"]
             assert sum(row[tag] for row in table.values()) == c["prediction"]
         assert table["<none>"]["<none>"] == 0
+
+
+def test_common_block_fast_paths_equal_the_plain_rules():
+    """NFKC and the deletion of ignored characters: the regex fast paths (text all in the
+    common blocks) equal unicodedata.normalize and the per-character rule."""
+    import unicodedata
+    from pyutils.scoring import textnorm
+    rng = random.Random(3)
+    pools = [range(0x00, 0x100), range(0x2000, 0x2070), range(0x3000, 0x3040), range(0x4E00, 0xA000),
+             range(0xFF00, 0xFFF0), [0xE000, 0x0301, 0x3099, 0x1100, 0x1161, 0xAC00, 0x03A3]]
+    for _ in range(3000):
+        text = "".join(chr(rng.choice(rng.choice(pools[:5] if rng.random() < 0.7 else pools)))
+                       for _ in range(rng.randint(0, 12)))
+        assert textnorm._nfkc_fast(text) == unicodedata.normalize("NFKC", text), ascii(text)
+        for keep in (False, True):
+            want = "".join(c for c in text if (keep and c == "\ue000") or not textnorm.is_ignored_char(c))
+            assert textnorm._drop_ignored(text, keep_marker=keep) == want, (ascii(text), keep)

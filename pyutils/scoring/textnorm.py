@@ -123,24 +123,72 @@ _NFKC_CHAR = _NfkcChar()
 _ASCII_EN_BYTES = bytes(c if (c < 128 and chr(c).isalnum()) or c in (0x27, 0x01) else 0x20 for c in range(256))
 
 
+# The blocks most transcripts are made of: ASCII and Latin-1, general punctuation, CJK
+# symbols and punctuation, CJK ideographs, half- and full-width forms; tables of their
+# characters (made here once, ~1 ms) give the fast paths of NFKC (below) and of deleting
+# ignored characters (_drop_ignored). The ideographs are checked as one string: all
+# letters, so none is ignored (else each is looked at); the NFKC table needs no such
+# care (_nfkc_fast checks its result).
+_COMMON_BLOCKS = ((0x0000, 0x00FF), (0x2000, 0x206F), (0x3000, 0x303F), (0x4E00, 0x9FFF), (0xFF00, 0xFFEF))
+_SMALL_BLOCKS = [block for block in _COMMON_BLOCKS if block != (0x4E00, 0x9FFF)]
+_IDEOGRAPHS_ARE_LETTERS = "".join(map(chr, range(0x4E00, 0xA000))).isalpha()
+
+
+def _ranges_class(ranges, negate: bool = False) -> str:
+    """A regex character class of code point ranges (first, last)."""
+    body = "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
+    return f"[{'^' if negate else ''}{body}]"
+
+
+def _char_class(code_points) -> str:
+    """A regex character class of sorted code points (runs written as ranges)."""
+    ranges = []
+    for cp in code_points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return _ranges_class(ranges)
+
+
+_OUTSIDE_COMMON = re.compile(_ranges_class(_COMMON_BLOCKS, negate=True))
+_COMMON_NFKC = {c: n for a, b in _SMALL_BLOCKS for c in map(chr, range(a, b + 1))
+                for n in (_unicode_normalize("NFKC", c),) if n != c}
+_COMMON_NFKC_CHANGED = re.compile(_char_class(sorted(map(ord, _COMMON_NFKC))))
+
+
+def _nfkc(text: str) -> str:
+    # English: is_normalized is a quick check, normalize() is fast on Latin text
+    return text if _is_normalized("NFKC", text) else _unicode_normalize("NFKC", text)
+
+
+def _common_nfkc(match: "re.Match") -> str:
+    return _COMMON_NFKC[match.group()]
+
+
 def _nfkc_fast(text: str) -> str:
     """NFKC of ``text``; character by character when that is provably the same.
 
     With t = the concatenation of NFKC(c) over the characters c of s:
     NFKD(NFKC(c)) = NFKD(c), so NFKD(t) = NFKD(s) and NFKC(t) = NFKC(s); if t
     is already normalised, t = NFKC(t) = NFKC(s). Otherwise normalise s whole.
-    (The per-character table makes CJK text with full-width punctuation
-    several times faster than ``unicodedata.normalize``.)
+    t is made by one regex substitution of the few characters NFKC changes when
+    the text is all in the common blocks (CJK text with full-width punctuation,
+    English with typographic punctuation: several times faster than
+    ``unicodedata.normalize``), else through a per-character translate table.
     """
     if _is_normalized("NFKC", text):
         return text
-    t = text.translate(_NFKC_CHAR)
+    if _OUTSIDE_COMMON.search(text) is None:
+        t = _COMMON_NFKC_CHANGED.sub(_common_nfkc, text)
+    else:
+        t = text.translate(_NFKC_CHAR)
     return t if _is_normalized("NFKC", t) else _unicode_normalize("NFKC", text)
 
 
 def normalize_segment(segment: str) -> str:
     """NFKC, typographic apostrophes -> ``'``, lower-case."""
-    return _APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower()
+    return _APOSTROPHE_RE.sub("'", _nfkc(segment)).lower()
 
 
 def lexical_units(segment: str, language: str) -> List[str]:
@@ -150,12 +198,12 @@ def lexical_units(segment: str, language: str) -> List[str]:
             # Same result as the word pattern: in ASCII, [^\W_] is [A-Za-z0-9]
             # and NFKC/apostrophe mapping change nothing.
             return segment.lower().encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
-        return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower())
+        return EN_WORD_RE.findall(_APOSTROPHE_RE.sub("'", _nfkc(segment)).lower())
     if language == "zh":
         # Apostrophes are ignored in Mandarin whatever their form, but the
         # mapping still matters before lower(): ``'`` is case-ignorable for the
         # final-sigma rule and the prime is not.
-        return list(_APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower().translate(_DROP_IGNORED))
+        return list(_drop_ignored(_APOSTROPHE_RE.sub("'", _nfkc_fast(segment)).lower()))
     raise ValueError(f"unsupported language {language!r}")
 
 
@@ -207,6 +255,22 @@ class _DropIgnoredKeepMarker(_DropIgnored):
 _MARKER = "\ue000"  # private use (category Co): ignored, so never a lexical unit itself
 _MARKER_CP = ord(_MARKER)
 _DROP_KEEP_MARKER = _DropIgnoredKeepMarker()
+
+# Deleting the ignored characters of a text made only of characters of the common blocks
+# is one regex substitution (its class lists every ignored character of the blocks, by
+# the rule of is_ignored_char), several times faster than ``str.translate`` through a
+# dict; any other text uses the translate tables above.
+_COMMON_IGNORED = re.compile(_char_class(
+    [c for a, b in (_SMALL_BLOCKS if _IDEOGRAPHS_ARE_LETTERS else _COMMON_BLOCKS) for c in range(a, b + 1)
+     if chr(c).isspace() or unicodedata.category(chr(c))[0] in "PSZC"]))
+_OUTSIDE_COMMON_OR_MARKER = re.compile(_ranges_class(_COMMON_BLOCKS + ((_MARKER_CP, _MARKER_CP),), negate=True))
+
+
+def _drop_ignored(text: str, keep_marker: bool = False) -> str:
+    """``text`` without its ignored characters (the marker kept with ``keep_marker``)."""
+    if (_OUTSIDE_COMMON_OR_MARKER if keep_marker else _OUTSIDE_COMMON).search(text) is None:
+        return _COMMON_IGNORED.sub("", text)
+    return text.translate(_DROP_KEEP_MARKER if keep_marker else _DROP_IGNORED)
 _CAPITAL_SIGMA = "\u03a3"
 
 
@@ -289,13 +353,13 @@ def parse_units(text: str, language: str, inventory: frozenset = None):
         return _units_of(parse_tagged_segments(text, language, inventory))
     tags = _tag_names(pieces[1::2], inventory)
     if language == "zh":
-        units = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower().translate(_DROP_KEEP_MARKER)
+        units = _drop_ignored(_APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower(), keep_marker=True)
         parts = units.split(_MARKER)
         if len(parts) != len(tags) + 1:  # pragma: no cover - NFKC never creates or removes the marker
             return _units_of(parse_tagged_segments(text, language, inventory))
         # one character per unit
         return units.replace(_MARKER, ""), list(accumulate(map(len, parts[:-1]))), tags
-    body = _APOSTROPHE_RE.sub("'", _nfkc_fast(body)).lower()
+    body = _APOSTROPHE_RE.sub("'", _nfkc(body)).lower()
     findall = EN_WORD_RE.findall
     ascii_body = body.replace(_MARKER, "\x01")
     if ascii_body.isascii() and "\x01" not in text:
