@@ -180,32 +180,46 @@ class _ReferenceTable:
         self.rank = array("Q")            # row -> position in scoring order (set by finish)
         self.n_by_lang = [0] * len(LANGUAGES)
 
-    def add(self, line: int, obj: Mapping[str, Any], path: Optional[str]) -> None:
-        """Validate one row (fields, language, duplicate, tags, in the official order) and keep it."""
-        utt_id, lang, text = _check_reference_row(obj, path, line)
-        first = self.index.get(utt_id)
-        if first is not None:
-            raise _duplicate(utt_id, self.lines[first], path, line)
-        try:
-            lexical, positions, tags = parse_units(text, lang)
-        except ScoringError as exc:
-            raise exc.located(path, line)
-        vocab = self.vocab
-        codes = list(map(vocab.get, lexical))  # None for a unit not seen before (rare after a while)
-        if None in codes:
-            add = vocab.setdefault
-            codes = [add(t, len(vocab)) for t in lexical]
-        self.lexical.extend(codes)
-        self.lexical_starts.append(len(self.lexical))
-        if tags:
-            nt, tag_code = self.n_tags, self.tag_code
-            self.events.extend([p * nt + tag_code[t] for p, t in zip(positions, tags)])
-        self.event_starts.append(len(self.events))
-        self.index[utt_id] = len(self.lines)
-        self.lines.append(line)
-        k = LANGUAGES.index(lang)
-        self.langs.append(k)
-        self.n_by_lang[k] += 1
+    def load(self, rows: Iterable[Tuple[int, Mapping[str, Any]]], path: Optional[str]) -> Optional[ScoringError]:
+        """Validate and keep every row (fields, language, duplicate, tags, in the official order).
+
+        Returns the first row's error, or None; after an error the rest of the
+        rows are still read (a JSON or encoding error further down is raised
+        by the reader, and comes first). One loop with local names: it runs
+        once per reference utterance.
+        """
+        vocab, index, lines, langs, n_by_lang = self.vocab, self.index, self.lines, self.langs, self.n_by_lang
+        lexical, lexical_starts, events, event_starts = self.lexical, self.lexical_starts, self.events, self.event_starts
+        nt, tag_code, lang_code = self.n_tags, self.tag_code, {lang: k for k, lang in enumerate(LANGUAGES)}
+        for line, obj in rows:
+            try:
+                utt_id, lang, text = _check_reference_row(obj, path, line)
+                first = index.get(utt_id)
+                if first is not None:
+                    raise _duplicate(utt_id, lines[first], path, line)
+                try:
+                    units, positions, tags = parse_units(text, lang)
+                except ScoringError as exc:
+                    raise exc.located(path, line)
+            except ScoringError as exc:
+                for _ in rows:
+                    pass
+                return exc
+            codes = list(map(vocab.get, units))  # None for a unit not seen before (rare after a while)
+            if None in codes:
+                add = vocab.setdefault
+                codes = [add(t, len(vocab)) for t in units]
+            lexical.extend(codes)
+            lexical_starts.append(len(lexical))
+            if tags:
+                events.extend([p * nt + tag_code[t] for p, t in zip(positions, tags)])
+            event_starts.append(len(events))
+            index[utt_id] = len(lines)
+            lines.append(line)
+            k = lang_code[lang]
+            langs.append(k)
+            n_by_lang[k] += 1
+        return None
 
     def finish(self) -> None:
         """Fix the scoring order: English before Mandarin, utt_id ascending (as the official script)."""
@@ -543,13 +557,7 @@ def score_streams(ref_rows: Iterable[Tuple[int, Mapping[str, Any]]],
     """
     tags = challenge_tags()
     table = _ReferenceTable(tags)
-    row_error: Optional[ScoringError] = None
-    for line, obj in ref_rows:
-        if row_error is None:
-            try:
-                table.add(line, obj, ref_path)
-            except ScoringError as exc:
-                row_error = exc
+    row_error = table.load(ref_rows, ref_path)
     if row_error is not None:
         raise row_error
     n = len(table.lines)
