@@ -57,3 +57,20 @@ def test_native_single_language_and_all_exact(monkeypatch):
     ref = [r for r in ref if r["language"] == "zh"]
     hyp = [h for h in hyp if h["utt_id"] in {r["utt_id"] for r in ref}]
     assert _score(ref, hyp, True, monkeypatch) == _score(ref, hyp, False, monkeypatch)
+
+
+def test_stale_build_is_not_used(monkeypatch, capsys):
+    """A build whose embedded source digest differs from track1_native.c falls back to Python, loudly."""
+    import importlib
+
+    from pyutils.scoring import native_build
+
+    try:
+        monkeypatch.setattr(native_build, "source_digest", lambda: "0" * 64)
+        stale = importlib.reload(native)
+        assert stale.lib is None and stale.ffi is None
+        assert "built from another track1_native.c" in capsys.readouterr().err
+    finally:
+        monkeypatch.undo()
+        fresh = importlib.reload(native)
+    assert fresh.lib is not None
