@@ -8,6 +8,7 @@
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
 #                 with --utt-embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
+#                 and the Whisper encoder frames at 20 ms, projected (frames.scp, for the fault head)
 #   3 stats       global mean/std of the training features
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
 #   5 train       multi-task conv+TCN model (+ utterance embeddings); post-processing tuned on dev
@@ -44,7 +45,8 @@ train_set=train         # training set name
 dev_set=dev             # set used for early stopping and tuning
 test_sets="test test_real"   # sets to infer and score (test_real: real speech, dropped if the corpus has none)
 utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
-embed_opts="--whisper base --whisper-layer 4 --p808 true --p835 false"   # options of pyutils.sqa.embed dump
+embed_opts="--whisper base --whisper-layer 4 --p808 true --p835 false --frames-dim 48"   # options of
+                        # pyutils.sqa.embed dump (--frames-dim: also keep the Whisper frames for the fault head)
 train_config=conf/train_${preset}.yaml   # training hyper-parameters
 tag=${preset}           # model dir is exp/sqa_<tag>
 score_column="Overall quality"   # QualiSpeech column used as the reference score
@@ -177,7 +179,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       ${train_cmd} JOB=1:${_nj} "${out}/log/embed.JOB.log" \
         python -m pyutils.sqa.embed dump --wav-scp "${out}/wav.JOB.scp" --outdir "${out}" --job JOB ${embed_opts}
     fi
-    for f in feats wav $( [ "${utt_embed}" = true ] && echo embed); do
+    for f in feats wav $( [ "${utt_embed}" = true ] && echo embed) \
+             $( [ "${utt_embed}" = true ] && [ -f "${out}/frames.1.scp" ] && echo frames); do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
     done
     for f in utt2num_frames utt2dur bad; do

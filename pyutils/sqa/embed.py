@@ -17,11 +17,19 @@ from models trained on real speech, fed to the score head
   their mean and standard deviation over time -- ``2 * d_model`` values.
   Only the blocks up to ``whisper_layer`` are run.
 
+With ``frames_dim`` K > 0 the same hidden states are also kept per frame for the
+frame fault head: Whisper's encoder frames are 20 ms, the scoring grid.  Each
+frame is layer-normalised (no affine) and multiplied by a fixed random
+Gaussian ``(d_model, K)`` matrix (seed ``frames_seed``; a random projection
+needs no fitting stage and keeps distances roughly, Johnson-Lindenstrauss),
+then stored as ``frames.scp`` (``(T_w, K)`` float32, ``T_w = ceil(T_mel / 2)``).
+The only extra cost over the pooled vector is the projection and the storage.
+
 Vectors are cached per utterance (``embed.scp`` beside ``feats.scp``), so
 training never runs these models.  CLI (one job of a ``JOB=1:nj`` array)::
 
     python -m pyutils.sqa.embed dump --wav-scp dump/train/wav.3.scp --outdir dump/train --job 3 \
-        --whisper base --whisper-layer 4 --p808
+        --whisper base --whisper-layer 4 --p808 true --frames-dim 48
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ import numpy as np
 
 from pyutils.sqa.common import SAMPLE_RATE, read_scp
 
-DEFAULT_CFG = {"whisper": "base", "whisper_layer": 4, "p808": True, "p835": False}
+DEFAULT_CFG = {"whisper": "base", "whisper_layer": 4, "p808": True, "p835": False,
+               "frames_dim": 0, "frames_seed": 0}
 WHISPER_CHUNK_S = 30.0
 DNSMOS_WIN = 144160  # 9.01 s at 16 kHz: the input length of the DNSMOS models
 
@@ -103,7 +112,7 @@ class DnsmosP835:
 class WhisperPooled:
     """Mean and std over time of the Whisper encoder's hidden states after block ``layer``."""
 
-    def __init__(self, model: str = "base", layer: int = 4):
+    def __init__(self, model: str = "base", layer: int = 4, frames_dim: int = 0, frames_seed: int = 0):
         import torch
 
         from pyutils.whisper.espnet_models import build_whisper
@@ -116,6 +125,13 @@ class WhisperPooled:
         self.dim = 2 * whole.dims.n_audio_state
         self.torch = torch
         del whole.decoder
+        self.frames_dim = int(frames_dim)
+        self.proj = None
+        if self.frames_dim > 0:
+            d = whole.dims.n_audio_state
+            rng = np.random.default_rng(int(frames_seed))
+            self.proj = torch.from_numpy((rng.standard_normal((d, self.frames_dim)) / np.sqrt(d))
+                                         .astype(np.float32))
 
     def _frames(self, x: np.ndarray):
         import whisper
@@ -134,18 +150,26 @@ class WhisperPooled:
         return h[0]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        return self.encode(x)[0]
+
+    def encode(self, x: np.ndarray):
+        """-> (pooled ``(2 d_model,)``, projected frames ``(T_w, frames_dim)`` or None)."""
         torch = self.torch
         n = int(WHISPER_CHUNK_S * SAMPLE_RATE)
-        total, sq, count = None, None, 0
+        total, sq, count, frames = None, None, 0, []
         with torch.no_grad():
             for a in range(0, max(len(x), 1), n):
-                h = self._frames(x[a:a + n]).double()
+                h32 = self._frames(x[a:a + n])
+                if self.proj is not None:
+                    frames.append(torch.nn.functional.layer_norm(h32, h32.shape[-1:]) @ self.proj)
+                h = h32.double()
                 total = h.sum(0) if total is None else total + h.sum(0)
                 sq = (h ** 2).sum(0) if sq is None else sq + (h ** 2).sum(0)
                 count += h.shape[0]
         mean = total / count
         std = torch.sqrt(torch.clamp(sq / count - mean ** 2, min=1e-8))
-        return torch.cat([mean, std]).float().numpy()
+        pooled = torch.cat([mean, std]).float().numpy()
+        return pooled, (torch.cat(frames).numpy() if frames else None)
 
 
 class UttEmbedder:
@@ -155,7 +179,10 @@ class UttEmbedder:
         self.cfg = {**DEFAULT_CFG, **(cfg or {})}
         self.p808 = DnsmosP808() if self.cfg["p808"] else None
         self.p835 = DnsmosP835() if self.cfg["p835"] else None
-        self.whisper = (WhisperPooled(self.cfg["whisper"], int(self.cfg["whisper_layer"]))
+        if int(self.cfg["frames_dim"]) > 0 and not self.cfg["whisper"]:
+            raise ValueError("frames_dim > 0 needs the Whisper encoder (whisper: none given)")
+        self.whisper = (WhisperPooled(self.cfg["whisper"], int(self.cfg["whisper_layer"]),
+                                      int(self.cfg["frames_dim"]), int(self.cfg["frames_seed"]))
                         if self.cfg["whisper"] else None)
 
     @property
@@ -163,21 +190,42 @@ class UttEmbedder:
         return int(self.p808 is not None) + 3 * int(self.p835 is not None) + \
             (self.whisper.dim if self.whisper is not None else 0)
 
+    @property
+    def frames_dim(self) -> int:
+        return int(self.cfg["frames_dim"])
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        parts = []
+        return self.encode(x)[0]
+
+    def encode(self, x: np.ndarray):
+        """-> (utterance vector ``(dim,)``, Whisper frames ``(T_w, frames_dim)`` or None)."""
+        parts, frames = [], None
         if self.p808 is not None:
             parts.append(np.array([self.p808(x)]))
         if self.p835 is not None:
             parts.append(self.p835(x))
         if self.whisper is not None:
-            parts.append(self.whisper(x))
-        if not parts:
-            return np.zeros(0, dtype=np.float32)
-        return np.concatenate(parts).astype(np.float32)
+            pooled, frames = self.whisper.encode(x)
+            parts.append(pooled)
+        vec = np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, dtype=np.float32)
+        return vec, (None if frames is None else frames.astype(np.float32))
+
+
+def _finish_ark(ark: str, scp: str) -> None:
+    """Move ``ark.tmp`` / ``scp.tmp`` into place, the scp naming the ark by its final path."""
+    with open(f"{scp}.tmp", encoding="utf-8") as f:
+        lines = [line.replace(f"{ark}.tmp:", f"{ark}:") for line in f]
+    os.replace(f"{ark}.tmp", ark)
+    with open(f"{scp}.tmp", "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.replace(f"{scp}.tmp", scp)
 
 
 def dump(wav_scp: str, outdir: str, job: str, cfg: dict) -> int:
-    """Embed every recording of one (16 kHz mono) wav.scp piece -> ``embed.JOB.{ark,scp}``."""
+    """Embed every recording of one (16 kHz mono) wav.scp piece -> ``embed.JOB.{ark,scp}``
+    (and ``frames.JOB.{ark,scp}`` with ``frames_dim`` > 0)."""
+    import contextlib
+
     import kaldiio
 
     from pyutils.sqa.audio import AudioError, load_audio
@@ -190,9 +238,13 @@ def dump(wav_scp: str, outdir: str, job: str, cfg: dict) -> int:
     os.replace(f"{cfg_path}.{job}.tmp", cfg_path)
     embedder = UttEmbedder(cfg)
     entries = list(read_scp(wav_scp))
-    ark, scp = os.path.abspath(os.path.join(outdir, f"embed.{job}.ark")), os.path.join(outdir, f"embed.{job}.scp")
+    names = ["embed"] + (["frames"] if embedder.frames_dim > 0 else [])
+    paths = {n: (os.path.abspath(os.path.join(outdir, f"{n}.{job}.ark")), os.path.join(outdir, f"{n}.{job}.scp"))
+             for n in names}
     t0, bad = time.time(), 0
-    with kaldiio.WriteHelper(f"ark,scp:{ark}.tmp,{scp}.tmp") as writer:
+    with contextlib.ExitStack() as stack:
+        writers = {n: stack.enter_context(kaldiio.WriteHelper(f"ark,scp:{a}.tmp,{s}.tmp"))
+                   for n, (a, s) in paths.items()}
         for k, (utt, entry) in enumerate(entries, 1):
             try:
                 x = load_audio(entry, name=utt)
@@ -200,18 +252,17 @@ def dump(wav_scp: str, outdir: str, job: str, cfg: dict) -> int:
                 print(f"WARNING: skipping {exc}", file=sys.stderr)
                 bad += 1
                 continue
-            writer(utt, embedder(x)[None, :])
+            vec, frames = embedder.encode(x)
+            writers["embed"](utt, vec[None, :])
+            if "frames" in writers:
+                writers["frames"](utt, frames)
             if k % 100 == 0:
                 print(f"{k}/{len(entries)} recordings, {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
-    # the scp names the ark by its final path
-    with open(f"{scp}.tmp", encoding="utf-8") as f:
-        lines = [line.replace(f"{ark}.tmp:", f"{ark}:") for line in f]
-    os.replace(f"{ark}.tmp", ark)
-    with open(f"{scp}.tmp", "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    os.replace(f"{scp}.tmp", scp)
-    print(f"embedded {len(entries) - bad} recordings ({embedder.dim} dims) in {time.time() - t0:.1f} s",
-          file=sys.stderr)
+    for ark, scp in paths.values():
+        _finish_ark(ark, scp)
+    print(f"embedded {len(entries) - bad} recordings ({embedder.dim} dims"
+          + (f", frames {embedder.frames_dim} dims" if embedder.frames_dim else "")
+          + f") in {time.time() - t0:.1f} s", file=sys.stderr)
     return bad
 
 
@@ -220,6 +271,13 @@ def load_embeddings(embed_scp: str) -> dict:
     import kaldiio
 
     return {u: np.array(m, dtype=np.float32).reshape(-1) for u, m in kaldiio.load_scp_sequential(embed_scp)}
+
+
+def load_frames(frames_scp: str):
+    """Lazy ``{utt: (T_w, K) float32}`` of a ``frames.scp`` (read on access)."""
+    import kaldiio
+
+    return kaldiio.load_scp(frames_scp)
 
 
 def main(argv=None) -> int:
@@ -234,13 +292,21 @@ def main(argv=None) -> int:
     d.add_argument("--whisper-layer", type=int, default=DEFAULT_CFG["whisper_layer"])
     d.add_argument("--p808", choices=("true", "false"), default="true")
     d.add_argument("--p835", choices=("true", "false"), default="false")
+    d.add_argument("--frames-dim", type=int, default=0,
+                   help="also keep the Whisper frames (20 ms), randomly projected to this many dims (0: no)")
+    d.add_argument("--frames-seed", type=int, default=0, help="seed of the fixed random projection")
     d.add_argument("--num-threads", type=int, default=1)
     a = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(a.num_threads)
     cfg = {"whisper": None if a.whisper in ("none", "") else a.whisper, "whisper_layer": a.whisper_layer,
-           "p808": a.p808 == "true", "p835": a.p835 == "true"}
+           "p808": a.p808 == "true", "p835": a.p835 == "true",
+           "frames_dim": a.frames_dim, "frames_seed": a.frames_seed}
+    if a.frames_dim < 0:
+        p.error(f"--frames-dim {a.frames_dim}: must be >= 0")
+    if a.frames_dim > 0 and cfg["whisper"] is None:
+        p.error("--frames-dim > 0 needs the Whisper encoder (--whisper none given)")
     dump(a.wav_scp, a.outdir, a.job, cfg)
     return 0
 

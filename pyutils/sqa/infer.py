@@ -22,17 +22,20 @@ import numpy as np
 import torch
 
 from pyutils.sqa.common import num_grid_frames, read_scp, write_jsonl
-from pyutils.sqa.model import ModelFileError, fit_length, load_model
+from pyutils.sqa.model import ModelFileError, fit_length, frames_to_grid, load_model
 from pyutils.sqa.postproc import make_row
 
 
-def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None) -> dict:
-    """One utterance: (T, F) features (+ its embedding) -> frame_probs (N, 3), utt_probs (3,), score."""
+def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None,
+            frames: np.ndarray | None = None) -> dict:
+    """One utterance: (T, F) features (+ its embedding and Whisper frames) -> frame_probs (N, 3),
+    utt_probs (3,), score."""
     n = num_grid_frames(duration)
     with torch.no_grad():
         x = (torch.from_numpy(np.array(feats, dtype=np.float32))[None] - mean) / std
         e = None if embed is None else torch.from_numpy(np.asarray(embed, dtype=np.float32))[None]
-        out = model(x, torch.tensor([x.shape[1]]), e)
+        fr = None if frames is None else torch.from_numpy(frames_to_grid(frames, x.shape[1]))[None]
+        out = model(x, torch.tensor([x.shape[1]]), e, fr)
         probs = torch.sigmoid(fit_length(out["frame_logits"], n))[0].numpy()
         utt = torch.sigmoid(out["utt_logits"])[0].numpy()
     return {"frame_probs": probs.astype(np.float32), "utt_probs": utt.astype(np.float32),
@@ -88,6 +91,16 @@ def main(argv=None) -> int:
                   f"(stage 2 with --utt-embed true)", file=sys.stderr)
             return 2
         embeds = load_embeddings(path)
+    frames = None
+    if model.cfg.frames_dim > 0:
+        from pyutils.sqa.embed import load_frames
+
+        path = os.path.join(args.data_dir, "frames.scp")
+        if not os.path.exists(path):
+            print(f"ERROR: the model needs Whisper frames but {path} is missing "
+                  f"(stage 2 with embed_opts --frames-dim {model.cfg.frames_dim})", file=sys.stderr)
+            return 2
+        frames = load_frames(path)
     os.makedirs(args.outdir, exist_ok=True)
     outputs, t0 = {}, time.time()
     for k, (utt, feats) in enumerate(kaldiio.load_scp_sequential(os.path.join(args.data_dir, "feats.scp")), 1):
@@ -97,7 +110,11 @@ def main(argv=None) -> int:
         if embeds is not None and utt not in embeds:
             print(f"WARNING: {utt} has features but no embedding; skipped", flush=True)
             continue
-        outputs[utt] = predict(model, mean, std, feats, durs[utt], None if embeds is None else embeds[utt])
+        if frames is not None and utt not in frames:
+            print(f"WARNING: {utt} has features but no Whisper frames; skipped", flush=True)
+            continue
+        outputs[utt] = predict(model, mean, std, feats, durs[utt], None if embeds is None else embeds[utt],
+                               None if frames is None else frames[utt])
         if k % 100 == 0:
             print(f"{k} utterances, {time.time() - t0:.1f} s", flush=True)
     save_outputs(os.path.join(args.outdir, "outputs.npz"), outputs)
