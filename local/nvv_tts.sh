@@ -51,6 +51,7 @@ test_max_utts=          # synthesise/evaluate at most this many test utterances 
 train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
+tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
 tts_config=             # training config (default per preset, see below)
 tts_exp=                # experiment dir (default: exp/tts_<lang>_<config name>)
@@ -137,7 +138,7 @@ _dur_model=false
 case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in
   fastspeech|fastspeech2) _dur_model=true ;;
 esac
-_fe_opts=""; ${_dur_model} && _fe_opts="--pauses"
+_fe_opts=""; ${_dur_model} && _fe_opts="--pauses --tag-parts ${tag_parts}"
 _align_dir=${exp_dir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
 token_list_dir=${dump_dir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
@@ -345,7 +346,15 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed
   if ${chain_stale}; then rm -f "${tts_exp}/checkpoint.pth"; fi
+  # --resume continues checkpoint.pth; one of a different config or token list cannot load
+  # (other layers / embedding size): that run is started afresh instead of failing
+  if [ -f "${tts_exp}/checkpoint.pth" ] && { ! cmp -s "${tts_config}" "${tts_exp}/train_config.src.yaml" \
+       || ! cmp -s "${token_list}" "${tts_exp}/tokens.src.txt"; }; then
+    log "stage 5: ${tts_exp}/checkpoint.pth is of another config or token list: training from scratch"
+    rm -f "${tts_exp}/checkpoint.pth"
+  fi
   cp "${tts_config}" "${tts_exp}/train_config.src.yaml"
+  cp "${token_list}" "${tts_exp}/tokens.src.txt"
   _opts=""
   if [ -f "${tts_stats_dir}/train/feats_stats.npz" ] && grep -q "^normalize: *global_mvn" "${tts_config}"; then
     _opts+="--normalize_conf stats_file=${tts_stats_dir}/train/feats_stats.npz "

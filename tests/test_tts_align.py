@@ -63,6 +63,42 @@ def test_pinned_span_forces_tag_frames():
     assert d[1] == 4 and d.sum() == 10
 
 
+def test_tag_parts_follow_each_tag_and_are_listed(tmp_path):
+    from pyutils.tts.frontend import split_tag_parts, tag_part_of
+    from pyutils.tts.tokens import build_token_list
+
+    toks = ["|", "[laugh]", "|", "a", "|", "[throat_clearing]"]
+    assert split_tag_parts(toks, 1) == toks
+    out = split_tag_parts(toks, 3)
+    assert out == ["|", "[laugh]", "[laugh]~2", "[laugh]~3", "|", "a", "|",
+                   "[throat_clearing]", "[throat_clearing]~2", "[throat_clearing]~3"]
+    assert [tag_part_of(t) for t in out[1:4]] == [("[laugh]", 1), ("[laugh]", 2), ("[laugh]", 3)]
+    assert tag_part_of("a") == ("", 0) and tag_part_of("x~2") == ("", 0) and tag_part_of("[a]~1") == ("", 0)
+    paused = Frontend("en", "char", pauses=True, tag_parts=2).tokenize("Yes [laugh] no.")
+    i = paused.index("[laugh]")
+    assert paused[i - 1:i + 3] == ["|", "[laugh]", "[laugh]~2", "|"]
+    # the token list then holds the parts of every challenge tag, seen in training or not
+    tl = build_token_list(["u " + " ".join(out)])
+    assert "[cough]~3" in tl and "[laugh]~2" in tl and "[cough]~4" not in tl
+    assert "[cough]~2" not in build_token_list(["u " + " ".join(toks)])
+
+
+def test_pinned_span_holds_all_parts_of_a_tag_in_order():
+    al = align.Aligner(n_states=1)
+    toks = ["a", "[laugh]", "[laugh]~2", "[laugh]~3", "b"]
+    topo = al.topology(toks)
+    assert align.tag_group(toks, 1) == [1, 2, 3] and align.tag_group(toks, 0) == [0]
+    al.mean = np.zeros((len(al.index), 1)); al.var = np.ones((len(al.index), 1))
+    # the parts have distinct means: onset 3, middle -3, end 3; a and b 0
+    for k, m in ((("[laugh]", 0), 3.0), (("[laugh]~2", 0), -3.0), (("[laugh]~3", 0), 3.0)):
+        al.mean[al.index[k]] = m
+    x = np.array([[0.0]] * 3 + [[3.0]] * 2 + [[-3.0]] * 4 + [[3.0]] * 3 + [[0.0]] * 4)
+    mask = align.pinned_mask(topo, len(x), {1: (3, 12)})
+    ll = np.where(mask, al.loglik(x, topo.models), -np.inf)
+    d = align.durations_of(align.viterbi(ll, topo.lo, topo.start, topo.end), topo, len(x))
+    assert list(d) == [3, 2, 4, 3, 4, 0]
+
+
 def test_event_spans_match_tags_in_order_and_reject_mismatch():
     toks = ["|", "[laugh]", "|", "a", "|", "[cough]"]
     evs = [{"tag": "cough", "start": 1.0, "end": 1.2, "order": 1},

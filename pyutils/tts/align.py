@@ -19,7 +19,10 @@ this module trains a small aligner on the training data itself, the classic way:
   re-estimation for ``--iters`` rounds;
 * known event times (the mini corpus's ``events.jsonl``: exact sample spans of
   every NVV) pin each tag token to its span: inside the span only the tag's states
-  are allowed, and the tag nowhere else. A tag without a span is aligned like any
+  are allowed, and the tag nowhere else. A tag written as several tokens
+  (``[laugh] [laugh]~2 [laugh]~3``, front-end ``--tag-parts``) is pinned as a whole,
+  its parts share the span in order (each part its own states, so they learn the
+  onset, middle and end of the event). A tag without a span is aligned like any
   token.
 
 The Viterbi search is our own (a few lines, numba-compiled) because no installed
@@ -46,6 +49,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyutils.datadir.io import atomic_write, read_kv, read_wav_scp_entry
+from pyutils.tts.frontend import tag_part_of
 
 PAUSE_TOKENS = frozenset({"|", ",", ".", "?", "!"})
 EOS = "<eos>"
@@ -254,13 +258,22 @@ class Aligner:
         self.mean, self.var = mean, var
 
 
+def tag_group(tokens: Sequence[str], i: int) -> List[int]:
+    """Indices of tag token ``i`` and of its parts 2, 3, ... that follow it."""
+    group = [i]
+    while group[-1] + 1 < len(tokens) and tag_part_of(tokens[group[-1] + 1]) == (tokens[i], len(group) + 1):
+        group.append(group[-1] + 1)
+    return group
+
+
 def pinned_mask(topo: Topology, T: int, spans: Dict[int, Tuple[int, int]]) -> Optional[np.ndarray]:
-    """Boolean (T, S) of allowed states, from {token index: (first frame, end frame)}."""
+    """Boolean (T, S) of allowed states, from {tag token index: (first frame, end frame)};
+    the tag's parts (:func:`tag_group`) share its span."""
     if not spans:
         return None
     allowed = np.ones((T, len(topo.models)), dtype=bool)
     for i, (a, b) in spans.items():
-        states = topo.owner == i
+        states = np.isin(topo.owner, tag_group(topo.tokens, i))
         allowed[:, states] = False
         allowed[a:b, :] = False
         allowed[a:b, states] = True

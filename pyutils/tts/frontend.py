@@ -73,6 +73,45 @@ def tag_tokens() -> List[str]:
     return [tag_to_token(t) for t in challenge_tags()]
 
 
+TAG_PART_SEP = "~"
+
+
+def tag_part_token(tag_token: str, k: int) -> str:
+    """Part ``k`` (2, 3, ...) of a tag token: ``[laugh]`` -> ``[laugh]~2``.
+
+    Part 1 is the tag token itself, so everything that looks for ``[...]`` tokens
+    (event matching, plots) still finds one token per tag; the other parts are
+    not ``[...]`` tokens and belong to the tag token before them.
+    """
+    return f"{tag_token}{TAG_PART_SEP}{k}"
+
+
+def tag_part_of(token: str) -> Tuple[str, int]:
+    """``[laugh]~2`` -> (``[laugh]``, 2); a tag token -> (itself, 1); anything else -> ("", 0)."""
+    if token.startswith("[") and token.endswith("]"):
+        return token, 1
+    head, sep, k = token.rpartition(TAG_PART_SEP)
+    if sep and head.startswith("[") and head.endswith("]") and k.isdigit() and int(k) >= 2:
+        return head, int(k)
+    return "", 0
+
+
+def split_tag_parts(toks: Sequence[str], parts: int) -> List[str]:
+    """Every tag token followed by its parts 2..``parts`` (``parts`` <= 1: unchanged).
+
+    A duration model expands a token to its frames with one and the same vector, so
+    a one-token laugh can only become the laugh's average spectrum (a smear). With
+    several tokens per tag (each aligned to its own stretch of the event by the
+    forced aligner) the decoder gets the event's onset, middle and end apart.
+    """
+    out: List[str] = []
+    for t in toks:
+        out.append(t)
+        if parts > 1 and t.startswith("[") and t.endswith("]"):
+            out.extend(tag_part_token(t, k) for k in range(2, parts + 1))
+    return out
+
+
 def split_tagged(text: str) -> List[Tuple[str, str]]:
     """Cut tagged text into ``("text", piece)`` and ``("tag", label)`` items.
 
@@ -263,16 +302,19 @@ def add_pause_tokens(toks: List[str]) -> List[str]:
 class Frontend:
     """Tagged text -> token list for one language and token type.
 
-    ``pauses=True`` adds the pause slots of :func:`add_pause_tokens` (duration models).
+    ``pauses=True`` adds the pause slots of :func:`add_pause_tokens` (duration models);
+    ``tag_parts`` > 1 writes each tag as that many tokens (:func:`split_tag_parts`).
     """
 
-    def __init__(self, lang: str, token_type: str = "phn", pauses: bool = False):
+    def __init__(self, lang: str, token_type: str = "phn", pauses: bool = False, tag_parts: int = 1):
         have = frontends_of(lang)
         if token_type not in have:
             raise FrontendError(f"token type {token_type!r} not available for {lang!r} "
                                 f"(have: {', '.join(have)}"
                                 + ("; phn needs an espeak-ng voice for it" if "phn" not in have else "") + ")")
-        self.lang, self.token_type, self.pauses = lang, token_type, pauses
+        if tag_parts < 1:
+            raise FrontendError(f"tag_parts must be >= 1 (got {tag_parts})")
+        self.lang, self.token_type, self.pauses, self.tag_parts = lang, token_type, pauses, tag_parts
         self.g2p = have[token_type]()
 
     def tokenize_many(self, texts: Sequence[str]) -> List[List[str]]:
@@ -306,7 +348,9 @@ class Frontend:
                     toks.extend(piece)
                 else:
                     toks.append(value)
-            result.append(add_pause_tokens(toks) if self.pauses and toks else toks)
+            if self.pauses and toks:
+                toks = add_pause_tokens(toks)
+            result.append(split_tag_parts(toks, self.tag_parts))
         return result
 
     def tokenize(self, text: str) -> List[str]:
@@ -314,7 +358,7 @@ class Frontend:
 
 
 def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
-                       pauses: bool = False) -> int:
+                       pauses: bool = False, tag_parts: int = 1) -> int:
     """Kaldi ``text`` (tagged) -> Kaldi ``text`` of space-separated tokens.
 
     Errors name ``file:line``; the output is written to a temp file and renamed.
@@ -339,7 +383,7 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
                                     f"front-end's inventory: {' '.join(repr(c) for c in bad)}")
             ids.append(parts[0])
             texts.append(parts[1])
-    fe = Frontend(lang, token_type, pauses=pauses)
+    fe = Frontend(lang, token_type, pauses=pauses, tag_parts=tag_parts)
     tokens = fe.tokenize_many(texts)
     tmp = out_path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -358,11 +402,14 @@ def main(argv=None) -> int:
     p.add_argument("--token-type", default="phn")
     p.add_argument("--pauses", action="store_true",
                    help="pause slots for duration models: '|' at the start and around every tag")
+    p.add_argument("--tag-parts", type=int, default=1,
+                   help="tokens per tag (duration models): [laugh] [laugh]~2 [laugh]~3 for 3 (default 1)")
     p.add_argument("input", help="Kaldi text: <utt_id> <tagged text>")
     p.add_argument("output", help="Kaldi text: <utt_id> <tok> <tok> ...")
     a = p.parse_args(argv)
     try:
-        n = tokenize_text_file(a.input, a.output, a.lang, a.token_type, pauses=a.pauses)
+        n = tokenize_text_file(a.input, a.output, a.lang, a.token_type, pauses=a.pauses,
+                               tag_parts=a.tag_parts)
     except FrontendError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

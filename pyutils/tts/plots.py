@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from pyutils.tts.frontend import token_to_tag
+from pyutils.tts.frontend import tag_part_of, token_to_tag
 from pyutils.tts.metrics import token_spans
 
 
@@ -87,9 +87,12 @@ def plot_examples(png: str, utts: Sequence[str], refs: Dict[str, str], real: Dic
             if name == "real":
                 spans = [(f"[{e['tag']}]", e["start"], e["end"]) for e in events.get(u, [])]
             elif u in durs and u in tokens:
-                toks = tokens[u].split()
-                spans = [(f"[{token_to_tag(t)}]", s, e) for t, s, e in token_spans(toks, durs[u], dur)
-                         if t.startswith("[")]
+                for t, s, e in token_spans(tokens[u].split(), durs[u], dur):
+                    tag, part = tag_part_of(t)
+                    if part == 1:
+                        spans.append((f"[{token_to_tag(t)}]", s, e))
+                    elif part > 1 and spans and spans[-1][0] == f"[{token_to_tag(tag)}]":
+                        spans[-1] = (spans[-1][0], spans[-1][1], e)   # a tag's later parts extend its span
             _shade(ax, spans, "tab:cyan" if name == "real" else "tab:green")
             title = f"{u} ({name}): {refs[u]}"
             if name == "synthesised":

@@ -1,7 +1,8 @@
 """Token list for ESPnet TTS (stage 3): ``<blank>``, ``<unk>``, tokens by
 frequency, ``<sos/eos>``. All 16 challenge tags and the punctuation tokens are
 always listed, so a tag unseen in training still has its own embedding (an
-untrained one) instead of becoming ``<unk>``."""
+untrained one) instead of becoming ``<unk>``; when the training text splits tags
+into parts (``[laugh]~2``, front-end ``--tag-parts``), every tag's parts are listed too."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import collections
 import sys
 from typing import Iterable, List
 
-from pyutils.tts.frontend import PUNCT_TOKENS, WORD_SEP, tag_tokens
+from pyutils.tts.frontend import PUNCT_TOKENS, WORD_SEP, tag_part_of, tag_part_token, tag_tokens
 
 
 def build_token_list(token_lines: Iterable[str]) -> List[str]:
@@ -18,7 +19,9 @@ def build_token_list(token_lines: Iterable[str]) -> List[str]:
     for line in token_lines:
         parts = line.split()
         counts.update(parts[1:])
-    for extra in tag_tokens() + sorted(PUNCT_TOKENS) + [WORD_SEP]:
+    n_parts = max([tag_part_of(t)[1] for t in counts] + [1])
+    tags = [p for t in tag_tokens() for p in [t] + [tag_part_token(t, k) for k in range(2, n_parts + 1)]]
+    for extra in tags + sorted(PUNCT_TOKENS) + [WORD_SEP]:
         counts.setdefault(extra, 0)
     ordered = sorted(counts, key=lambda t: (-counts[t], t))
     return ["<blank>", "<unk>"] + [t for t in ordered if t not in ("<blank>", "<unk>", "<sos/eos>")] + ["<sos/eos>"]
