@@ -50,6 +50,10 @@ def test_report_alignment_line(tmp_path):
     text = render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))], str(tmp_path / "a.json"))
     assert "6 Viterbi rounds" in text and "train_en: 1500 utts, NVV spans pinned in 1272, fallbacks 1" in text
     assert "durations:" not in render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))])
+    assert "each tag as" not in text                  # one token per tag: nothing to say
+    (tmp_path / "a.json").write_text(json.dumps(dict(st, tag_parts=3)))
+    text = render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))], str(tmp_path / "a.json"))
+    assert "2 states per phone/tag token, each tag as 3 tokens, final" in text
 
 
 def test_report_names_the_vocoder_that_ran(tmp_path):

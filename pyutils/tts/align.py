@@ -496,8 +496,9 @@ def main(argv=None) -> int:
         al = Aligner(a.states)
         train_utts = [u for d in a.train for u in sets[d]]
         history = train(al, train_utts, a.iters)
+        tag_parts = max([tag_part_of(t)[1] for u in train_utts for t in u.tokens] + [1])
         stats = {"iters": a.iters, "states": a.states, "reduction_factor": reduction_factor,
-                 "loglik_per_frame": history, "sets": {}}
+                 "tag_parts": tag_parts, "loglik_per_frame": history, "sets": {}}
         for d in a.align:
             counts = write_durations(al, sets[d], os.path.join(d, "durations"), reduction_factor)
             stats["sets"][d] = dict(counts, utts=len(sets[d]),

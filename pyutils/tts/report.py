@@ -91,7 +91,9 @@ def _align_summary(path: str) -> List[str]:
                      f"{c.get('pinned')}, fallbacks {fb}")
     ll = st.get("loglik_per_frame") or []
     return [f"- durations: HMM forced alignment (`pyutils/tts/align.py`, {st.get('iters')} Viterbi rounds, "
-            f"{st.get('states')} states per phone/tag, final log-likelihood/frame {ll[-1] if ll else float('nan'):.2f}, "
+            f"{st.get('states')} states per phone/tag token"
+            + (f", each tag as {st['tag_parts']} tokens" if (st.get("tag_parts") or 1) > 1 else "")
+            + f", final log-likelihood/frame {ll[-1] if ll else float('nan'):.2f}, "
             f"{st.get('seconds')} s; " + "; ".join(parts) + ")"]
 
 
