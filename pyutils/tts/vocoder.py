@@ -15,7 +15,7 @@ librosa's ``griffinlim`` (fast Griffin-Lim, momentum 0.99) does the phase search
 this module only undoes ESPnet's log10-mel and applies the sharpening.
 
 Usage: python -m pyutils.tts.vocoder --config exp/.../config.yaml --out-dir DIR \
-           [--iters 64] [--power 1.3] FEATS_DIR [FEATS_DIR ...]
+           [--iters 32] [--power 1.3] FEATS_DIR [FEATS_DIR ...]
   FEATS_DIR holds ``<utt_id>.npy`` (frames x n_mels, denormalised log10-mel, as in
   tts_inference's ``denorm/``); writes ``DIR/<utt_id>.wav`` (float, model rate).
 """
@@ -40,7 +40,7 @@ class GriffinLim:
     """log10-mel (T, n_mels) -> waveform, for the fbank settings of an ESPnet config."""
 
     def __init__(self, fs: int, n_fft: int, hop_length: int, win_length: int | None, n_mels: int,
-                 fmin: float = 0.0, fmax: float | None = None, iters: int = 64, power: float = 1.3):
+                 fmin: float = 0.0, fmax: float | None = None, iters: int = 32, power: float = 1.3):
         self.fs, self.n_fft, self.hop = int(fs), int(n_fft), int(hop_length)
         self.win = int(win_length or n_fft)
         self.n_mels, self.iters, self.power = int(n_mels), int(iters), float(power)
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", required=True, help="the model's config.yaml (feats_extract_conf)")
     p.add_argument("--out-dir", required=True)
-    p.add_argument("--iters", type=int, default=64, help="Griffin-Lim iterations")
+    p.add_argument("--iters", type=int, default=32, help="Griffin-Lim iterations")
     p.add_argument("--power", type=float, default=1.3, help="magnitude sharpening exponent (1 = none)")
     p.add_argument("feats_dirs", nargs="+")
     a = p.parse_args(argv)
