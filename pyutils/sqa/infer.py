@@ -60,6 +60,14 @@ def save_outputs(path: str, outputs: dict) -> None:
     os.replace(tmp, path)
 
 
+def _side_input(data_dir: str, name: str, loader, what: str, hint: str):
+    """Load <data_dir>/<name> with ``loader``; a missing file is a FileNotFoundError that says how to make it."""
+    path = os.path.join(data_dir, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"the model needs {what} but {path} is missing ({hint})")
+    return loader(path)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.infer", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -81,26 +89,19 @@ def main(argv=None) -> int:
         print(f"pyutils.sqa.infer: {e}", file=sys.stderr)
         return 2
     durs = {k: float(v) for k, v in read_scp(os.path.join(args.data_dir, "utt2dur"))}
-    embeds = None
-    if model.cfg.embed_dim > 0:
-        from pyutils.sqa.embed import load_embeddings
+    from pyutils.sqa.embed import load_embeddings, load_frames
 
-        path = os.path.join(args.data_dir, "embed.scp")
-        if not os.path.exists(path):
-            print(f"ERROR: the model needs utterance embeddings but {path} is missing "
-                  f"(stage 2 with --utt-embed true)", file=sys.stderr)
-            return 2
-        embeds = load_embeddings(path)
-    frames = None
-    if model.cfg.frames_dim > 0:
-        from pyutils.sqa.embed import load_frames
-
-        path = os.path.join(args.data_dir, "frames.scp")
-        if not os.path.exists(path):
-            print(f"ERROR: the model needs Whisper frames but {path} is missing "
-                  f"(stage 2 with embed_opts --frames-dim {model.cfg.frames_dim})", file=sys.stderr)
-            return 2
-        frames = load_frames(path)
+    try:
+        embeds = frames = None
+        if model.cfg.embed_dim > 0:
+            embeds = _side_input(args.data_dir, "embed.scp", load_embeddings,
+                                 "utterance embeddings", "stage 2 with --utt-embed true")
+        if model.cfg.frames_dim > 0:
+            frames = _side_input(args.data_dir, "frames.scp", load_frames, "Whisper frames",
+                                 f"stage 2 with embed_opts --frames-dim {model.cfg.frames_dim}")
+    except FileNotFoundError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 2
     os.makedirs(args.outdir, exist_ok=True)
     outputs, t0 = {}, time.time()
     for k, (utt, feats) in enumerate(kaldiio.load_scp_sequential(os.path.join(args.data_dir, "feats.scp")), 1):
