@@ -39,6 +39,19 @@ kill_tree() {
   for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
   kill "${pid}" 2>/dev/null || true
 }
+# Per-stage clock: wall seconds, CPU seconds (user+sys of this shell and of every child it
+# has waited for, from /proc/<pid>/stat) and the host load, so that a run on a busy
+# machine still tells what it costs on an idle one. One row per stage in ${vc_exp}/log/timing.tsv.
+cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$$/stat"; }
+_clk_wall=${SECONDS}; _clk_cpu=$(cpu_ticks); _clk_tck=$(getconf CLK_TCK)
+stage_clock() {  # $1: stage label; reports the time since the previous call
+  local c; c=$(cpu_ticks)
+  local wall=$((SECONDS - _clk_wall)) cpu; cpu=$(awk -v a="${c}" -v b="${_clk_cpu}" -v t="${_clk_tck}" 'BEGIN {printf "%.0f", (a - b) / t}')
+  local load; load=$(cut -d' ' -f1-3 /proc/loadavg)
+  log "timing: $1: wall ${wall} s, CPU ${cpu} s, load ${load}"
+  printf '%s\t%s\t%s\t%s\n' "$1" "${wall}" "${cpu}" "${load}" >> "${vc_exp}/log/timing.tsv"
+  _clk_wall=${SECONDS}; _clk_cpu=${c}
+}
 _asr_pid=
 trap '[ -n "${_asr_pid}" ] && kill_tree "${_asr_pid}"' EXIT
 
@@ -166,6 +179,7 @@ tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj
   --tts_config "${tts_config}" --tts_exp "${tts_exp}" --train_set tts_train --valid_set tts_dev
   --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}" --test_max_utts 0)
 mkdir -p "${vc_exp}/log"
+printf '# %s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "${_cmdline}" >> "${vc_exp}/log/timing.tsv"
 
 log "${_cmdline}"
 log "preset=${preset} task=${task} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
@@ -197,6 +211,7 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
       --pairs-out "${corpus_dir}/pairs/test.tsv"
     stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
   fi
+  stage_clock "stage 0 corpus"
 fi
 
 # ---------------------------------------------------------------- stage 1
@@ -227,6 +242,7 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
       --src-text-dir "${datadir}/test_src" \
       --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
   done
+  stage_clock "stage 1 data prep"
 fi
 
 # ---------------------------------------------------------------- stage 2
@@ -258,6 +274,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances"
   done
+  stage_clock "stage 2 format audio"
 fi
 
 # ---------------------------------------------------------------- stage 3
@@ -331,6 +348,7 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   spk_extract ${_emb_sets}
   python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/embeddings.npz" \
     --trials "${dumpdir}/raw/spk_valid/trial_label" | tee "${spk_exp}/eer_dev.txt" || true
+  stage_clock "stage 3 speaker model + embeddings"
 fi
 
 # ---------------------------------------------------------------- stage 4
@@ -361,6 +379,7 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   else
     asr_stage auto 2>&1 | tee "${vc_exp}/log/asr.log"
   fi
+  stage_clock "stage 4 ASR (foreground, or the start of the background job)"
 fi
 
 # ---------------------------------------------------------------- stage 5
@@ -388,6 +407,9 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
       --spk_embed_dim "${_edim}" ${tts_args:+--train_args "${tts_args}"} 2>&1 | tee "${vc_exp}/log/tts.log"
     [ -e "${tts_exp}/${tts_inference_model}" ] || { echo "$0: no ${tts_exp}/${tts_inference_model}; see ${tts_exp}/log/train.log" >&2; exit 1; }
   fi
+  # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
+  # during which it ended (this one or the wait below); add both rows for the parallel part
+  stage_clock "stage 5 TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
 fi
 
 if [ -n "${_asr_pid}" ]; then
@@ -399,6 +421,7 @@ if [ -n "${_asr_pid}" ]; then
     echo "$0: stage 4 (ASR) failed; see ${vc_exp}/log/asr.log" >&2; exit 1
   fi
   grep -E "ASR WER on dev_text|successfully finished" "${vc_exp}/log/asr.log" | tail -n 2
+  stage_clock "stage 4 ASR, wait for the background job (parallel with stage 5)"
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -421,10 +444,12 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     fi
     # Every pair must be converted: a pair whose reference clip has no embedding is an
     # error naming it; an empty ASR transcript gets a one-syllable placeholder ('a'),
-    # counted, named in the log and listed in ${tts_data}/${_tset}/empty_text_fallback.
+    # counted, named in the log and listed in ${tts_data}/${_tset}/empty_text_fallback;
+    # characters the Vietnamese TTS front-end refuses (brackets, other scripts) are removed,
+    # counted and listed in ${tts_data}/${_tset}/text_cleaned.
     python -m pyutils.vc.prep tts-dir --text "${_text}" \
       --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
-      --out "${tts_data}/${_tset}" --strict --empty-text a
+      --out "${tts_data}/${_tset}" --strict --empty-text a --lang vi
     log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
     {
       ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${_tset}" --spk_embed_dim "${_edim}"
@@ -439,6 +464,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     tail -n 1 "${vc_exp}/log/convert_${name}.log"
     chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}" | tail -n 2
   done
+  stage_clock "stage 6 convert"
 fi
 
 # ---------------------------------------------------------------- stage 7
@@ -508,6 +534,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     done
     log "  copied to $(pwd)/RESULTS.md"
   fi
+  stage_clock "stage 7 evaluate"
 fi
 
 # ---------------------------------------------------------------- stage 8
@@ -525,4 +552,5 @@ elif [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
   done
 fi
 
+if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then stage_clock "stage 8 package"; fi
 log "Successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"

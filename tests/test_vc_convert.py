@@ -154,3 +154,38 @@ def test_tts_dir_strict_empty_transcript_error_or_counted_fallback(tmp_path, cap
     assert "2 of 3 utterances had an empty transcript" in capsys.readouterr().err
     assert (tmp_path / "out" / "text").read_text(encoding="utf-8") == "p1 một\np2 a\np3 a\n"
     assert (tmp_path / "out" / "empty_text_fallback").read_text() == "p2 a\np3 a\n"
+
+
+def test_frontend_safe_removes_brackets_and_other_scripts():
+    assert PR.frontend_safe("xin chào", "vi") == ("xin chào", "")
+    clean, removed = PR.frontend_safe("xin [chào] 你好 bạn", "vi")
+    assert clean == "xin chào bạn"
+    assert set(removed) == {"[", "]", "你", "好"}
+
+
+def test_tts_dir_lang_cleans_asr_text_and_counts_it(tmp_path, capsys):
+    # a garbled source: the ASR (e.g. a pretrained one, task 1) wrote a bracket and letters
+    # of another script; one pair keeps nothing readable and gets the placeholder
+    args = _pairs_tts_inputs(tmp_path, "p1 một\np2 hai [noise\np3 你好\n",
+                             "p1 ark:1\np2 ark:2\np3 ark:3\n")
+    rc = PR.main(["tts-dir", "--text", args[0], "--utt2spk", args[1], "--embed", args[2],
+                  "--out", str(tmp_path / "out"), "--strict", "--empty-text", "a", "--lang", "vi"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "2 of 3 transcripts had characters the vi TTS front-end cannot read" in err
+    assert "1 of 3 utterances had an empty transcript" in err and "p3" in err
+    assert (tmp_path / "out" / "text").read_text(encoding="utf-8") == "p1 một\np2 hai noise\np3 a\n"
+    listed = (tmp_path / "out" / "text_cleaned").read_text(encoding="utf-8").splitlines()
+    assert [line.split()[0] for line in listed] == ["p2", "p3"]
+    assert (tmp_path / "out" / "empty_text_fallback").read_text() == "p3 a\n"
+    # the cleaned text passes the Vietnamese front-end's checks
+    from pyutils.tts.frontend import foreign_characters, split_tagged
+    for line in (tmp_path / "out" / "text").read_text(encoding="utf-8").splitlines():
+        assert foreign_characters(line.split(maxsplit=1)[1], "vi") == ""
+        split_tagged(line.split(maxsplit=1)[1])
+    # a clean rerun removes the stale listings
+    args = _pairs_tts_inputs(tmp_path, "p1 một\np2 hai\np3 ba\n", "p1 ark:1\np2 ark:2\np3 ark:3\n")
+    assert PR.main(["tts-dir", "--text", args[0], "--utt2spk", args[1], "--embed", args[2],
+                    "--out", str(tmp_path / "out"), "--strict", "--empty-text", "a", "--lang", "vi"]) == 0
+    assert not (tmp_path / "out" / "text_cleaned").exists()
+    assert not (tmp_path / "out" / "empty_text_fallback").exists()

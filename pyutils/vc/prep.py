@@ -5,7 +5,7 @@ Commands::
     python -m pyutils.vc.prep holdout --data DIR --n-per-spk 2 --train OUT --dev OUT
     python -m pyutils.vc.prep norm-text IN_TEXT OUT_TEXT
     python -m pyutils.vc.prep tts-dir --text TEXT --utt2spk U2S --embed XVECTOR_SCP \
-        [--wav-scp WAV_SCP] [--strict [--empty-text PLACEHOLDER]] --out DIR
+        [--wav-scp WAV_SCP] [--strict [--empty-text PLACEHOLDER]] [--lang vi] --out DIR
 
 ``holdout`` keeps every training speaker in both parts (speaker-stratified):
 the last ``n`` utterances (byte order) of each speaker with at least ``n + 2``
@@ -68,8 +68,28 @@ def normalize_text_file(src: str, out: str) -> Tuple[int, int]:
     return len(table), len(table) - len(kept)
 
 
+def frontend_safe(text: str, lang: str) -> Tuple[str, str]:
+    """``text`` without what the TTS front-end would refuse; returns (text, removed chars).
+
+    A transcript of a conversion set comes from an ASR (or a user), not from the TTS's
+    training data: brackets (read as NVV tags by pyutils.tts.frontend) and letters of another
+    script (``foreign_characters``) would stop the synthesis of every pair, so they are
+    removed here and the pair is reported instead.
+    """
+    from pyutils.tts.frontend import foreign_characters
+
+    removed = "".join(dict.fromkeys(ch for ch in text if ch in "[]"))
+    clean = text.replace("[", " ").replace("]", " ")
+    bad = foreign_characters(clean, lang)
+    if bad:
+        removed += bad
+        clean = "".join(" " if ch in bad else ch for ch in clean)
+    return " ".join(clean.split()), removed
+
+
 def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str] = None,
-            strict: bool = False, empty_text: Optional[str] = None) -> Tuple[int, List[str]]:
+            strict: bool = False, empty_text: Optional[str] = None,
+            lang: Optional[str] = None) -> Tuple[int, List[str]]:
     """A TTS data dir: text, utt2spk, spk2utt, spk_embed.scp (+ wav.scp).
 
     Training sets (``strict=False``) keep the utterances that have text, speaker,
@@ -78,13 +98,23 @@ def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str
     reference clip was not embedded) is an error naming it, and one with an empty
     or missing transcript is an error too, unless ``empty_text`` gives a placeholder
     text for it (a counted fallback: the ids are returned and written to
-    ``<out>/empty_text_fallback``). Returns (number of utterances, fallback ids).
+    ``<out>/empty_text_fallback``). With ``lang`` (conversion sets), characters the TTS
+    front-end of that language would refuse are removed first (:func:`frontend_safe`;
+    the ids and the removed characters are listed in ``<out>/text_cleaned``), and a
+    transcript left empty gets the placeholder. Returns (number of utterances, fallback ids).
     """
     texts = read_kv(text, allow_empty_value=True)
     u2s = read_kv(utt2spk)
     emb = read_kv(embed)
     wav = read_kv(wav_scp) if wav_scp else None
     fallback: List[str] = []
+    cleaned: Dict[str, str] = {}
+    if lang:
+        for u, t in list(texts.items()):
+            clean, removed = frontend_safe(t, lang)
+            if removed:
+                texts[u] = clean
+                cleaned[u] = " ".join(repr(c) for c in removed)
     if strict:
         no_emb = sorted(u for u in u2s if u not in emb)
         if no_emb:
@@ -112,11 +142,13 @@ def tts_dir(text: str, utt2spk: str, embed: str, out: str, wav_scp: Optional[str
     write_kv(os.path.join(out, "spk_embed.scp"), {u: emb[u] for u in utts})
     if wav is not None:
         write_kv(os.path.join(out, "wav.scp"), {u: wav[u] for u in utts})
-    listing = os.path.join(out, "empty_text_fallback")
-    if fallback:
-        write_kv(listing, {u: empty_text for u in fallback})
-    elif os.path.exists(listing):
-        os.remove(listing)
+    for name, table in (("empty_text_fallback", {u: empty_text for u in fallback}),
+                        ("text_cleaned", {u: v for u, v in cleaned.items() if u in utts})):
+        listing = os.path.join(out, name)
+        if table:
+            write_kv(listing, table)
+        elif os.path.exists(listing):
+            os.remove(listing)
     return len(utts), fallback
 
 
@@ -141,6 +173,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="conversion set: every utterance of --utt2spk needs an embedding and a transcript")
     p.add_argument("--empty-text", default=None,
                    help="with --strict: placeholder text for empty transcripts (counted, listed)")
+    p.add_argument("--lang", default=None,
+                   help="remove characters the TTS front-end of this language refuses "
+                        "(brackets, other scripts; listed in <out>/text_cleaned)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "holdout":
@@ -154,8 +189,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                   + (f" ({dropped} empty after normalisation dropped)" if dropped else ""))
         elif args.cmd == "tts-dir":
             n, fallback = tts_dir(args.text, args.utt2spk, args.embed, args.out, args.wav_scp,
-                                  strict=args.strict, empty_text=args.empty_text)
+                                  strict=args.strict, empty_text=args.empty_text, lang=args.lang)
             print(f"{args.out}: {n} utterances with text and speaker embedding")
+            listing = os.path.join(args.out, "text_cleaned")
+            if os.path.exists(listing):
+                cleaned = read_kv(listing)
+                print(f"WARNING: {len(cleaned)} of {n} transcripts had characters the {args.lang} TTS "
+                      f"front-end cannot read, removed (listed in {listing}): {' '.join(cleaned)}",
+                      file=sys.stderr)
             if fallback:
                 print(f"WARNING: {len(fallback)} of {n} utterances had an empty transcript and get the "
                       f"placeholder {args.empty_text!r} (listed in {args.out}/empty_text_fallback): "
