@@ -92,3 +92,17 @@ def test_empty_list(tmp_path):
     tsv.write_text("\n\n", encoding="utf-8")
     with pytest.raises(P.PairsError, match="EMPTY"):
         P.read_pairs(str(tsv))
+
+
+def test_empty_source_and_missing_reference_named_by_line(tmp_path, audio):
+    d, good, _ = audio
+    empty = d / "empty.wav"
+    sf.write(str(empty), np.zeros(0, np.float32), 16000, subtype="PCM_16")   # header, no samples
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{empty}\t{good[1]}\ta.wav\n{good[0]}\tno_such_ref.wav\tb.wav\n", encoding="utf-8")
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(tsv))
+    assert info.value.problems == [
+        f"{tsv}:1: SOURCE_UNREADABLE: {empty}: audio has no samples",
+        f"{tsv}:2: TARGET_MISSING: no_such_ref.wav: file not found",
+    ]

@@ -55,3 +55,31 @@ def test_tts_configs_are_aligned_duration_models_with_speaker_embeddings(preset)
     with open(os.path.join(ROOT, "local", "vc.sh"), encoding="utf-8") as f:
         script = f.read()
     assert ": \"${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}\"" in script
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "tools", "venv", "bin", "python")),
+                    reason="tools/venv not built")
+def test_convert_stage_refuses_bad_pairs_by_line(tmp_path):
+    """./run.sh --stage 6 --pairs LIST (inference on trained models): an empty source and a
+    missing reference clip are both named by list line, exit 2, no traceback, nothing written."""
+    import numpy as np
+    import soundfile as sf
+    kaldiio = pytest.importorskip("kaldiio")
+
+    dump = tmp_path / "dump"
+    emb = dump / "xvector_xvector_ci" / "tr_text"   # stage 3's embeddings (the ci speaker model)
+    emb.mkdir(parents=True)
+    with kaldiio.WriteHelper(f"ark,scp:{emb}/xvector.ark,{emb}/xvector.scp") as writer:
+        writer("u1", np.zeros(8, np.float32))
+    good, empty = tmp_path / "good.wav", tmp_path / "empty.wav"
+    sf.write(str(good), np.full(8000, 0.1, np.float32), 16000, subtype="PCM_16")
+    sf.write(str(empty), np.zeros(0, np.float32), 16000, subtype="PCM_16")
+    pairs = tmp_path / "mine.tsv"
+    pairs.write_text(f"empty.wav\tgood.wav\tout1.wav\ngood.wav\tgone.wav\tout2.wav\n", encoding="utf-8")
+    out = _run("--preset", "ci", "--stage", "6", "--stop_stage", "6", "--pairs", str(pairs),
+               "--expdir", str(tmp_path / "exp"), "--dumpdir", str(dump), "--datadir", str(tmp_path / "data"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"{pairs}:1: SOURCE_UNREADABLE: empty.wav: audio has no samples" in out.stderr
+    assert f"{pairs}:2: TARGET_MISSING: gone.wav: file not found" in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    assert not (tmp_path / "exp" / "vc_ci" / "convert_mine").exists()
