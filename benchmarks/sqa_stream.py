@@ -88,6 +88,9 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=1.0)
     p.add_argument("--hour", action="store_true", help="add one 60-minute file (processed last)")
     p.add_argument("--workdir", help="where to write the files (default: a temporary folder)")
+    p.add_argument("--every", type=int, default=0,
+                   help="also print a progress line (files, seconds, RSS, peak) to stderr every N files, "
+                        "so that a run cut short still leaves figures")
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=a.workdir) as d:
         audio_dir = os.path.join(d, "audio")
@@ -110,6 +113,10 @@ def main(argv=None) -> int:
                 if n_rows == 1:
                     t_first = time.time() - t0     # includes loading the model, Whisper and DNSMOS
                 cur, peak = rss_mb(proc.pid)
+                if a.every and n_rows % a.every == 0:
+                    print(json.dumps({"files": n_rows, "after_s": round(time.time() - t0, 1),
+                                      "rss_mb": round(cur, 1), "peak_rss_mb": round(peak, 1)}),
+                          file=sys.stderr, flush=True)
                 if n_rows in (1, 10, 100, 1000, 10000) or row["path"].endswith("zz_hour.flac"):
                     key = "hour_file" if row["path"].endswith("zz_hour.flac") else str(n_rows)
                     marks[key] = {"after_s": round(time.time() - t0, 1), "rss_mb": round(cur, 1),
