@@ -975,6 +975,8 @@ RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
                    ("lang-unknown", ["--lang", "xx-nope"], "xx-nope"),
                    ("mini-dir-missing", ["--mini_dir", "/nonexistent/mini"], "/nonexistent/mini")],
     "nvv_tts": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
+                ("gv-strength-bogus", ["--gv_strength", "x1.2"], "--gv_strength"),
+                ("gv-strength-too-big", ["--gv_strength", "3"], "--gv_strength"),
                 ("infer-jsonl-missing", ["--stage", "6", "--stop-stage", "6", "--infer_jsonl", "/nonexistent.jsonl"],
                  "/nonexistent")],
     "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),

@@ -103,7 +103,8 @@ def _vocoder_summary(exp: str) -> str:
 
     for log_path in sorted(glob.glob(os.path.join(exp, "synth_*", "log", "vocoder.1.log"))):
         with open(log_path, encoding="utf-8", errors="replace") as f:
-            m = re.search(r"\((Griffin-Lim \d+ iterations, power [0-9.]+)\)", f.read())
+            m = re.search(r"\((Griffin-Lim \d+ iterations, power [0-9.]+(?:, GV post-filter strength [0-9.]+)?)\)",
+                          f.read())
         if m:
             return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
                     "fast Griffin-Lim, magnitude sharpened)")
