@@ -11,7 +11,8 @@
 #   4 stats          ESPnet --collect_stats (feature/shape statistics)
 #   5 train          espnet2.bin.{gan_tts,tts}_train
 #   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl); log-mel
-#                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power)
+#                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power),
+#                    optionally after a global-variance post-filter (--gv_strength; training GV -> exp dir)
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
@@ -65,6 +66,8 @@ inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arg
 vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
+gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
+                        # 0 = off, 1 = each band's variance over the utterance set to the training GV
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
 infer_spk=              # voice (train speaker) for --infer_jsonl rows (default: first train speaker)
 asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
@@ -100,6 +103,8 @@ case "${preset}" in
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
+[[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
+  || { echo "$0: --gv_strength '${gv_strength}' must be a number in [0, 1.5] (0 = off)" >&2; exit 2; }
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 [ -z "${infer_jsonl}" ] || [ -f "${infer_jsonl}" ] || { echo "$0: --infer_jsonl ${infer_jsonl} not found" >&2; exit 2; }
 : "${tts_config:=${_cfg}}"
@@ -402,12 +407,29 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   fi
   _cmd=${decode_cmd}; _ngpu=0
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
+  _gl=false
+  [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
+  _gv_opts=""; _gv_marker=""
+  if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
+    # global-variance post-filter: the per-band variance of the training log-mel over each
+    # utterance, averaged (computed once per model with its own feature extractor)
+    _gv_marker=${tts_exp}/.gv_stats.done
+    if ! chain_done "${_gv_marker}" --after "$(_dump_done "${train_set}")" "$(md5sum < "${tts_exp}/config.yaml")"; then
+      log "stage 6: training GV statistics -> ${tts_exp}/gv_stats.npz"
+      ${train_cmd} "${tts_exp}/log/gv_stats.log" \
+        ${python} -m pyutils.tts.postfilter stats --config "${tts_exp}/config.yaml" \
+          --wav-scp "${dump_dir}/raw/${train_set}/wav.scp" --out "${tts_exp}/gv_stats.npz"
+      chain_mark "${_gv_marker}" "${tts_exp}/gv_stats.npz"
+    fi
+    _gv_opts="--gv-stats ${tts_exp}/gv_stats.npz --gv-strength ${gv_strength}"
+  fi
   for s in ${_synth_sets}; do
     _data=${dump_dir}/raw/${s}
     _dir=${tts_exp}/synth_${s}
     _logdir=${_dir}/log
     if chain_done "${_dir}/.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tts_tokens.done" \
-         "${inference_model} ${inference_args} ${gpu_inference} ${vocoder} ${gl_iters} ${gl_power}" \
+         ${_gv_marker:+--after "${_gv_marker}"} \
+         "${inference_model} ${inference_args} ${gpu_inference} ${vocoder} ${gl_iters} ${gl_power} ${_gv_opts}" \
          "$(cat "${_data}"/{text,utt2sid,spk_embed.scp} "${tts_exp}/${inference_model}" 2>/dev/null | md5sum)"; then continue; fi
     rm -rf "${_dir}"; mkdir -p "${_logdir}"
     _n=$(wc -l < "${_data}/text")
@@ -431,12 +453,14 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
-    if [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ]; then
-      # the log-mel that ESPnet wrote (denorm/<utt>.npy) -> sharpened Griffin-Lim (replaces ESPnet's 8-iteration GL)
+    if ${_gl}; then
+      # the log-mel that ESPnet wrote (denorm/<utt>.npy) -> [GV post-filter] -> sharpened Griffin-Lim
+      # (replaces ESPnet's 8-iteration GL)
       rm -rf "${_dir}/wav"
+      # shellcheck disable=SC2086
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
-          --power "${gl_power}" --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+          --power "${gl_power}" ${_gv_opts} --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
     fi
     _abs=$(cd "${_dir}" && pwd)
     find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \
