@@ -61,8 +61,7 @@ train_args=             # extra arguments for the ESPnet trainer, e.g. "--max_ep
 use_sid=true            # condition on speaker ids (utt2sid from train speakers)
 use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embed.scp (kaldi_ark) given by the caller
 spk_embed_dim=256       # dimension of those embeddings
-inference_model=        # checkpoint used for synthesis (default: valid.loss.best.pth when the config picks its
-                        # best model by the validation loss, as the FastSpeech configs do; else latest.pth)
+inference_model=latest.pth  # checkpoint used for synthesis (valid.loss.best.pth: measured, not better; README)
 inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
 vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
@@ -135,14 +134,6 @@ if [ -z "${tts_task}" ]; then
   esac
 fi
 _cfg_name=$(basename "${tts_config}" .yaml)
-if [ -z "${inference_model}" ]; then
-  # the checkpoint of the lowest validation loss: later epochs of the small models over-fit
-  # (their duration loss on the validation set rises again; judge WER on dev_en 19.2 % vs 29.9 %)
-  inference_model=$(${python:-python3} -c "import yaml,sys; c=yaml.safe_load(open(sys.argv[1])) or {}
-b=c.get('best_model_criterion') or []
-print('valid.loss.best.pth' if b and list(b[0])[:3] == ['valid', 'loss', 'min'] and c.get('keep_nbest_models', 1) else 'latest.pth')" \
-    "${tts_config}") || exit 2
-fi
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
 : "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
