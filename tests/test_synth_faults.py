@@ -135,3 +135,63 @@ def test_codec_roundtrip_is_aligned_and_lossy(codec):
     for y in (mild, harsh):
         r = np.corrcoef(x[1600:-1600], y[1600:-1600])[0, 1]
         assert 0.6 < r < 0.99999, r                     # aligned (no codec delay left), but changed
+
+
+# ------------------------------------------------- augmentation-only kinds
+@pytest.mark.parametrize("kind", sorted(faults.EXTRA_KINDS))
+def test_extra_kinds_stay_inside_their_interval(kind):
+    x = _speechlike()
+    rng = np.random.default_rng(1)
+    if faults.EXTRA_KINDS[kind] == "noise":
+        y = faults.apply_noise(x, 1.0, 2.0, rng, kind, snr_db=10)
+        a, b = SR, 2 * SR
+    else:
+        y = faults.apply_distortion(x, 0.5, 1.5, rng, kind, strength=0.8)
+        a, b = SR // 2, int(1.5 * SR)
+    d = np.abs(y - x)
+    assert d[:a].max() == 0 and d[b + 1:].max() == 0
+    assert d[a:b].max() > 1e-3
+
+
+def test_modnoise_is_speech_shaped_and_fluctuates():
+    x = faults.make_noise("modnoise", 4 * SR, np.random.default_rng(3))
+    assert np.isclose(np.sqrt(np.mean(x ** 2)), 1.0, atol=1e-6)
+    p = np.abs(np.fft.rfft(x)) ** 2
+    f = np.fft.rfftfreq(len(x), 1 / SR)
+    low, high = p[(f > 100) & (f < 500)].mean(), p[(f > 3000) & (f < 6000)].mean()
+    assert low > 10 * high                         # speech-shaped, unlike white noise
+    assert p[f > 7500].sum() < 1e-4 * p.sum()       # band-limited to ~7 kHz (modulation spreads a little)
+    e = 20 * np.log10(np.sqrt((x.reshape(-1, 800) ** 2).mean(1)) + 1e-9)   # 50 ms frames
+    assert np.percentile(e, 90) - np.percentile(e, 10) > 6      # not stationary
+
+
+def test_echo_fills_the_gap_after_a_burst_with_decaying_copies():
+    x = np.zeros(SR, dtype=np.float64)
+    x[:1600] = np.sin(2 * np.pi * 200 * np.arange(1600) / SR)     # 100 ms burst, then silence
+    y = faults._distort(x, "echo", 1.0, np.random.default_rng(0), SR)
+    assert np.isclose(np.sqrt(np.mean(y ** 2)), np.sqrt(np.mean(x ** 2)))   # level kept
+    tail = np.abs(y[1600:])
+    assert tail.max() > 0.1                        # energy where the input was silent
+    first = np.argmax(tail > 0.05) + 1600          # first copy 60-300 ms after the start
+    assert 0.06 * SR - 1 <= first <= 0.3 * SR + 1
+
+
+def test_extra_kinds_only_when_asked_and_excludable():
+    base = faults.allowed_kinds()
+    assert "modnoise" not in base["noise"] and "echo" not in base["distortion"]
+    both = faults.allowed_kinds(extra_kinds=["modnoise", "echo"])
+    assert both["noise"][-1] == "modnoise" and both["distortion"][-1] == "echo"
+    assert "echo" not in faults.allowed_kinds(["echo"], ["modnoise", "echo"])["distortion"]
+    with pytest.raises(ValueError, match="extra_kinds"):
+        faults.allowed_kinds(extra_kinds=["babble"])
+    # the corpus' draw is unchanged when no extra kind is asked for
+    x = _speechlike()
+    a = faults.apply_random_faults(x, np.random.default_rng(5), SR, n_faults=3)
+    b = faults.apply_random_faults(x, np.random.default_rng(5), SR, n_faults=3, extra_kinds=())
+    assert np.array_equal(a[0], b[0]) and a[2] == b[2]
+    kinds = set()
+    for seed in range(40):
+        _, _, d = faults.apply_random_faults(x, np.random.default_rng(seed), SR, n_faults=3,
+                                             types=("noise", "distortion"), extra_kinds=["modnoise", "echo"])
+        kinds |= {r["kind"] for r in d}
+    assert {"modnoise", "echo"} <= kinds

@@ -28,7 +28,8 @@ when it ends a run early, the log says so and the result depends on the load.
 20 ms, :mod:`pyutils.sqa.embed` ``--frames-dim``) into the frame encoder; their
 training-set mean and std are computed once and saved with the model.
 ``augment_exclude`` lists fault kinds (``babble``, ``reverb``, ...) or fault
-types the on-the-fly augmentation must not make (leave-one-family-out runs).
+types the on-the-fly augmentation must not make (leave-one-family-out runs);
+``augment_extra_kinds`` adds the simulator's augmentation-only kinds to it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ DEFAULTS = {
     "w_utt": 0.5,
     "augment_prob": 0.0,
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
+    "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
@@ -111,7 +113,7 @@ def compute_loss(model, batch, mean, std, cfg) -> tuple:
     return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
 
 
-def make_augmenter(exclude=()):
+def make_augmenter(exclude=(), extra_kinds=()):
     """Fault simulator from the mini-corpus helper, adapted to (x, rng, ref) -> (y, faults)."""
     try:
         from pyutils.synth import faults as fault_sim
@@ -120,7 +122,7 @@ def make_augmenter(exclude=()):
         return None
     from pyutils.sqa.augment import make_fault_augmenter
 
-    return make_fault_augmenter(fault_sim, exclude=exclude)
+    return make_fault_augmenter(fault_sim, exclude=exclude, extra_kinds=extra_kinds)
 
 
 def frames_stats(frames, utts) -> tuple:
@@ -170,7 +172,7 @@ def train(args) -> int:
     stats = np.load(args.stats)
     mean, std = torch.from_numpy(stats["mean"]), torch.from_numpy(stats["std"])
 
-    augmenter = make_augmenter(cfg["augment_exclude"]) if cfg["augment_prob"] > 0 else None
+    augmenter = make_augmenter(cfg["augment_exclude"], cfg["augment_extra_kinds"]) if cfg["augment_prob"] > 0 else None
     d = args.train_dir
     wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
     feats_cfg = {"n_mels": int(mean.shape[0]), "vad": False}
