@@ -43,3 +43,30 @@ def test_dataset_items_and_collate(tmp_path):
     b = collate([ds[0], ds[1]])
     assert b["feats"].shape == (2, 101, 8) and b["labels"].shape == (2, 50, 3)
     assert b["mask"].sum().item() == 75
+
+
+def test_augmenter_draws_extra_kinds_and_keeps_exclusions():
+    """augment_extra_kinds reach the simulator; a held-out family is still never made."""
+    from pyutils.sqa.augment import make_fault_augmenter
+    from pyutils.synth import faults
+
+    made = []
+
+    class Spy:                       # the real simulator, recording what it was asked to draw
+        allowed_kinds = staticmethod(faults.allowed_kinds)
+
+        @staticmethod
+        def apply_random_faults(x, rng, sr, **kw):
+            y, iv, det = faults.apply_random_faults(x, rng, sr, **kw)
+            made.extend(d["kind"] for d in det)
+            return y, iv, det
+
+    aug = make_fault_augmenter(Spy, exclude=["babble", "reverb"], extra_kinds=["modnoise", "echo"])
+    x = (0.1 * np.sin(2 * np.pi * 150 * np.arange(32000) / 16000)).astype(np.float32)
+    for seed in range(40):
+        y, f = aug(x, np.random.default_rng(seed), None)
+        assert set(f) == {"noise", "distortion", "pause"} and len(y) >= len(x)
+    assert {"modnoise", "echo"} <= set(made)
+    assert not {"babble", "reverb"} & set(made)
+    with pytest.raises(ValueError):
+        make_fault_augmenter(Spy, extra_kinds=["reverb"])
