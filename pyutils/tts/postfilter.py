@@ -26,11 +26,11 @@ same bands, window and log base as the predicted ``denorm/*.npy``). Stored as
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 
 import numpy as np
+
+from pyutils.datadir.io import atomic_write
 
 # Bands whose predicted trajectory is (numerically) flat are left alone: their
 # variance ratio is undefined and a huge scale would only amplify rounding noise.
@@ -43,6 +43,12 @@ _MAX_SCALE = 10.0
 def utterance_gv(logmel: np.ndarray) -> np.ndarray:
     """Per-band variance over time of a (frames, bands) array."""
     return np.var(np.asarray(logmel, dtype=np.float64), axis=0)
+
+
+def check_strength(strength: float) -> None:
+    """ValueError unless 0 <= strength <= 1.5."""
+    if not (0.0 <= strength <= 1.5) or not np.isfinite(strength):
+        raise ValueError(f"strength {strength} outside [0, 1.5]")
 
 
 def gv_postfilter(logmel: np.ndarray, gv_target: np.ndarray, strength: float = 1.0) -> np.ndarray:
@@ -59,8 +65,7 @@ def gv_postfilter(logmel: np.ndarray, gv_target: np.ndarray, strength: float = 1
         raise ValueError(f"features of shape {x.shape}, expected (frames, bands)")
     if g.ndim != 1 or g.shape[0] != x.shape[1]:
         raise ValueError(f"GV statistics of shape {g.shape} do not fit features with {x.shape[1]} bands")
-    if not (0.0 <= strength <= 1.5) or not np.isfinite(strength):
-        raise ValueError(f"strength {strength} outside [0, 1.5]")
+    check_strength(strength)
     if not np.all(np.isfinite(g)) or np.any(g <= 0):
         raise ValueError("GV statistics must be finite and positive")
     if not np.all(np.isfinite(x)):
@@ -92,17 +97,8 @@ def load_gv(path: str) -> np.ndarray:
 
 def write_gv(path: str, gv: np.ndarray, n_utts: int) -> None:
     """Atomic ``.npz`` with ``gv`` and ``n_utts`` (nothing half-written on failure)."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz")
-    os.close(fd)
-    try:
-        np.savez(tmp, gv=np.asarray(gv, dtype=np.float64), n_utts=np.int64(n_utts))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, "wb") as f:
+        np.savez(f, gv=np.asarray(gv, dtype=np.float64), n_utts=np.int64(n_utts))
 
 
 def training_gv(config: dict, wav_scp: str, max_utts: int = 0) -> tuple[np.ndarray, int]:

@@ -39,7 +39,7 @@ import soundfile as sf
 import yaml
 
 from pyutils.datadir.io import atomic_write
-from pyutils.tts.postfilter import gv_postfilter, load_gv
+from pyutils.tts.postfilter import check_strength, gv_postfilter, load_gv
 
 
 class GriffinLim:
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
             gv = load_gv(a.gv_stats)
             if gv.size != gl.n_mels:
                 raise ValueError(f"{a.gv_stats}: {gv.size} bands, the model has {gl.n_mels}")
-            gv_postfilter(np.zeros((2, gl.n_mels)), gv, a.gv_strength)   # checks the strength once, up front
+            check_strength(a.gv_strength)   # once, up front, not per utterance
             pf = lambda x: gv_postfilter(x, gv, a.gv_strength)  # noqa: E731
         n = vocode_dirs(gl, a.feats_dirs, a.out_dir, pf)["utts"]
     except (OSError, ValueError, yaml.YAMLError) as e:

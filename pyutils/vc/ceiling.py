@@ -29,6 +29,7 @@ import json
 import sys
 from typing import Dict, List, Optional
 
+from pyutils.datadir.io import atomic_write
 from pyutils.scoring.vc import combine
 from pyutils.vc.evaluate import _read_text, wer_percent
 
@@ -99,7 +100,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for k, v in res.items():
         print(f"{k}\t{v:.2f}" if isinstance(v, float) else f"{k}\t{v}")
     if args.output_json:
-        with open(args.output_json, "w", encoding="utf-8") as handle:
+        with atomic_write(args.output_json) as handle:
             json.dump(res, handle, indent=1)
     return 0
 
