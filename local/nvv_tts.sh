@@ -5,14 +5,16 @@
 #
 #   0 corpus         mini nvv corpus (chorus-synth) or a real corpus (chorus-prep, db.sh)
 #   1 data prep      data/<set>: copy + check tagged transcripts (tags known, text non-empty)
-#   2 format/dump    dump/raw/<set>: front-end tokens (tags atomic), wav.scp, utt2sid/spk_embed
+#   2 format/dump    dump/raw/<set>: front-end tokens (tags atomic), wav.scp, utt2sid/spk_embed;
+#                    WORLD-feature models: feats.scp of train/valid (pyutils/tts/world.py, --world_conf)
 #   3 tokens         token list (train tokens + every challenge tag); duration models (FastSpeech):
 #                    token durations by forced alignment (pyutils/tts/align.py, NVV spans pinned)
 #   4 stats          ESPnet --collect_stats (feature/shape statistics)
 #   5 train          espnet2.bin.{gan_tts,tts}_train
 #   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl); log-mel
 #                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power),
-#                    optionally after a global-variance post-filter (--gv_strength; training GV -> exp dir)
+#                    optionally after a global-variance post-filter (--gv_strength; training GV -> exp dir);
+#                    WORLD-feature models (config with odim): the WORLD vocoder (pyutils/tts/world.py)
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
@@ -66,6 +68,7 @@ inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arg
 vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
+world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
 gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
                         # 0 = off, 1 = each band's variance over the utterance set to the training GV
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
@@ -136,6 +139,15 @@ fi
 _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
+# a config with odim reads its features from the dump: WORLD vocoder features (stage 2)
+_world=false
+if grep -q "^odim:" "${tts_config}"; then
+  _world=true; _feats=world
+  [ -f "${world_conf}" ] || { echo "$0: --world_conf ${world_conf} not found (needed by ${tts_config}: odim)" >&2; exit 2; }
+  if ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
+    echo "$0: --gv_strength works on log-mel models; ${tts_config} predicts WORLD features" >&2; exit 2
+  fi
+fi
 : "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
 # duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
 # their front-end adds pause slots ('|' at the start and around tags) that take the silences
@@ -225,7 +237,8 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   _dumped=""
   for s in ${_all_sets}; do
     _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
-    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} ${valid_max_utts} ${test_max_utts}" \
+    _wopts=""; ${_world} && _wopts="world $(cat "${world_conf}" | md5sum) $(grep -A8 '^feats_extract_conf:' "${tts_config}" | md5sum)"
+    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} ${valid_max_utts} ${test_max_utts} ${_wopts}" \
          "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
          "${_src}"/{events.jsonl,spk_embed.scp} "${data_dir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
     _dumped+=" ${s}"
@@ -256,6 +269,17 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     if [ -f "${_dst}/wav.scp" ]; then
       ${train_cmd} "${_dst}/log/check_audio.log" \
         ${python} -m pyutils.tts.audio check-scp "${_dst}/wav.scp" --fs "${_fs}" --fix-dir "${_dst}/wav"
+    fi
+    if ${_world} && { [ "${s}" = "${train_set}" ] || [ "${s}" = "${valid_set}" ]; }; then
+      # the training targets: WORLD features of the (checked) audio, nj jobs
+      _n=$(wc -l < "${_dst}/wav.scp"); _nj=$(( nj < _n ? nj : _n ))
+      ${python} -m pyutils.tts.audio split-scp "${_dst}/wav.scp" "${_dst}/log/wav" "${_nj}"
+      ${train_cmd} JOB=1:"${_nj}" "${_dst}/log/world.JOB.log" \
+        ${python} -m pyutils.tts.world extract --config "${tts_config}" --world-conf "${world_conf}" \
+          --wav-scp "${_dst}/log/wav.JOB.scp" --out-scp "${_dst}/feats.JOB.scp"
+      for i in $(seq "${_nj}"); do cat "${_dst}/feats.${i}.scp"; done > "${_dst}/feats.scp"
+      rm -f "${_dst}"/feats.[0-9]*.scp
+      log "stage 2: ${s}: WORLD features of $(wc -l < "${_dst}/feats.scp") utterances -> ${_dst}/feats.scp"
     fi
     if ${use_spk_embed} && [ ! -f "${_dst}/spk_embed.scp" ]; then
       echo "$0: --use_spk_embed true but ${_src}/spk_embed.scp is missing" >&2; exit 1
@@ -298,7 +322,8 @@ fi
 _data_opts() {  # $1 = train|valid, $2 = set
   local d=${dump_dir}/raw/$2 o=""
   o+="--${1}_data_path_and_name_and_type ${d}/text,text,text "
-  o+="--${1}_data_path_and_name_and_type ${d}/wav.scp,speech,sound "
+  if ${_world}; then o+="--${1}_data_path_and_name_and_type ${d}/feats.scp,speech,kaldi_ark "
+  else o+="--${1}_data_path_and_name_and_type ${d}/wav.scp,speech,sound "; fi
   ${use_sid} && o+="--${1}_data_path_and_name_and_type ${d}/utt2sid,sids,text_int "
   ${_dur_model} && o+="--${1}_data_path_and_name_and_type ${d}/durations,durations,text_int "
   ${use_spk_embed} && o+="--${1}_data_path_and_name_and_type ${d}/spk_embed.scp,spembs,kaldi_ark "
@@ -346,7 +371,8 @@ fi
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
-     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")"; then
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")" \
+     "$(! ${_world} || md5sum < "${world_conf}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed
@@ -360,6 +386,7 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
   fi
   cp "${tts_config}" "${tts_exp}/train_config.src.yaml"
   cp "${token_list}" "${tts_exp}/tokens.src.txt"
+  ${_world} && cp "${world_conf}" "${tts_exp}/world.src.yaml"   # stage 6 synthesises with the settings it learnt
   _opts=""
   if [ -f "${tts_stats_dir}/train/feats_stats.npz" ] && grep -q "^normalize: *global_mvn" "${tts_config}"; then
     _opts+="--normalize_conf stats_file=${tts_stats_dir}/train/feats_stats.npz "
@@ -378,7 +405,8 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
       --valid_shape_file "${tts_stats_dir}/valid/speech_shape" \
       --fold_length 150 --fold_length 204800 \
       --resume true --use_tensorboard false --output_dir "${tts_exp}" ${_opts} ${train_args}
-  chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml"
+  chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml" \
+    $(! ${_world} || echo "${tts_exp}/world.src.yaml ${tts_exp}/train_config.src.yaml")
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -409,6 +437,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   _gl=false
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
+  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts=world
   _gv_opts=""; _gv_marker=""
   if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
     # global-variance post-filter: the per-band variance of the training log-mel over each
@@ -429,7 +458,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     _logdir=${_dir}/log
     if chain_done "${_dir}/.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tts_tokens.done" \
          ${_gv_marker:+--after "${_gv_marker}"} \
-         "${inference_model} ${inference_args} ${gpu_inference} ${vocoder} ${gl_iters} ${gl_power} ${_gv_opts}" \
+         "${inference_model} ${inference_args} ${gpu_inference} ${_voc_opts} ${_gv_opts}" \
          "$(cat "${_data}"/{text,utt2sid,spk_embed.scp} "${tts_exp}/${inference_model}" 2>/dev/null | md5sum)"; then continue; fi
     rm -rf "${_dir}"; mkdir -p "${_logdir}"
     _n=$(wc -l < "${_data}/text")
@@ -450,7 +479,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
         --output_dir "${_logdir}/output.JOB" --vocoder_file none ${inference_args}
     mkdir -p "${_dir}/wav" "${_dir}/durations"
     for i in $(seq "${_nj}"); do
-      mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
+      ${_gl} || ${_world} || mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
     if ${_gl}; then
@@ -461,6 +490,12 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
           --power "${gl_power}" ${_gv_opts} --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+    elif ${_world}; then
+      # the WORLD features that ESPnet wrote (denorm/<utt>.npy) -> WORLD synthesis
+      rm -rf "${_dir}/wav"
+      ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
+        ${python} -m pyutils.tts.world vocode --config "${tts_exp}/train_config.src.yaml" \
+          --world-conf "${tts_exp}/world.src.yaml" --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
     fi
     _abs=$(cd "${_dir}" && pwd)
     find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \

@@ -76,11 +76,13 @@ class GriffinLim:
                                   momentum=0.99, random_state=0).astype(np.float32)
 
 
-def vocode_dirs(gl: GriffinLim, feats_dirs, out_dir: str,
+def vocode_dirs(vocoder: Callable[[np.ndarray], np.ndarray], feats_dirs, out_dir: str,
                 postfilter: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> Dict[str, int]:
     """Every ``<utt_id>.npy`` of feats_dirs -> ``out_dir/<utt_id>.wav``; errors name the utterance.
 
-    ``postfilter`` (log-mel -> log-mel, e.g. the GV post-filter) is applied before Griffin-Lim.
+    ``vocoder``: features -> waveform, with an ``fs`` attribute (GriffinLim, or
+    pyutils.tts.world.WorldVocoder). ``postfilter`` (features -> features, e.g. the GV
+    post-filter of a log-mel) is applied first.
     """
     os.makedirs(out_dir, exist_ok=True)
     files = sorted(p for d in feats_dirs for p in glob.glob(os.path.join(d, "*.npy")))
@@ -93,13 +95,13 @@ def vocode_dirs(gl: GriffinLim, feats_dirs, out_dir: str,
             x = np.load(p, allow_pickle=False)
             if postfilter is not None:
                 x = postfilter(x)
-            y = gl(x)
+            y = vocoder(x)
         except ValueError as e:
             raise ValueError(f"{p}: utterance {uid}: {e}") from None
         if not np.any(y):
             raise ValueError(f"{p}: utterance {uid}: silent waveform")
         with atomic_write(os.path.join(out_dir, uid + ".wav"), mode="wb") as f:
-            sf.write(f, y, gl.fs, format="WAV", subtype="FLOAT")
+            sf.write(f, y, vocoder.fs, format="WAV", subtype="FLOAT")
         n += 1
     return {"utts": n}
 
