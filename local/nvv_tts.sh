@@ -69,6 +69,7 @@ vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: s
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
+world_lifter=80         # WORLD synthesis from a log-mel envelope: cepstral coefficients kept when smoothing it
 gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
                         # 0 = off, 1 = each band's variance over the utterance set to the training GV
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
@@ -101,8 +102,8 @@ fi
 
 # ---------------------------------------------------------------- presets
 case "${preset}" in
-  ci)      synth_preset=ci;      _cfg=conf/train_fastspeech_ci.yaml;   _nv=10; _nt=8 ;;
-  default) synth_preset=default; _cfg=conf/train_fastspeech_mini.yaml; _nv=30; _nt=36 ;;
+  ci)      synth_preset=ci;      _cfg=conf/train_fastspeech_world_ci.yaml;   _nv=10; _nt=8 ;;
+  default) synth_preset=default; _cfg=conf/train_fastspeech_world_mini.yaml; _nv=30; _nt=36 ;;
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
@@ -272,6 +273,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     fi
     if ${_world} && { [ "${s}" = "${train_set}" ] || [ "${s}" = "${valid_set}" ]; }; then
       # the training targets: WORLD features of the (checked) audio, nj jobs
+      rm -f "${_dst}"/feats.*   # a killed extraction leaves no scp pointing into a rewritten ark
       _n=$(wc -l < "${_dst}/wav.scp"); _nj=$(( nj < _n ? nj : _n ))
       ${python} -m pyutils.tts.audio split-scp "${_dst}/wav.scp" "${_dst}/log/wav" "${_nj}"
       ${train_cmd} JOB=1:"${_nj}" "${_dst}/log/world.JOB.log" \
@@ -437,7 +439,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   _gl=false
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
-  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts=world
+  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter}"
   _gv_opts=""; _gv_marker=""
   if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
     # global-variance post-filter: the per-band variance of the training log-mel over each
@@ -495,7 +497,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       rm -rf "${_dir}/wav"
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.world vocode --config "${tts_exp}/train_config.src.yaml" \
-          --world-conf "${tts_exp}/world.src.yaml" --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+          --world-conf "${tts_exp}/world.src.yaml" --lifter "${world_lifter}" --out-dir "${_dir}/wav" \
+          "${_logdir}/output.JOB/denorm"
     fi
     _abs=$(cd "${_dir}" && pwd)
     find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \

@@ -98,16 +98,20 @@ def _align_summary(path: str) -> List[str]:
 
 
 def _vocoder_summary(exp: str) -> str:
-    """What turned the features into audio: stage 6 logs ``pyutils.tts.vocoder``'s settings."""
+    """What turned the features into audio: stage 6 logs the vocoder's settings (Griffin-Lim or WORLD)."""
     import glob
 
     for log_path in sorted(glob.glob(os.path.join(exp, "synth_*", "log", "vocoder.1.log"))):
         with open(log_path, encoding="utf-8", errors="replace") as f:
-            m = re.search(r"\((Griffin-Lim \d+ iterations, power [0-9.]+(?:, GV post-filter strength [0-9.]+)?)\)",
-                          f.read())
+            text = f.read()
+        m = re.search(r"\((Griffin-Lim \d+ iterations, power [0-9.]+(?:, GV post-filter strength [0-9.]+)?)\)", text)
         if m:
             return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
                     "fast Griffin-Lim, magnitude sharpened)")
+        m = re.search(r"\((WORLD, [a-z]+ envelope, [a-z_]+ \d+)\)", text)
+        if m:
+            return (f"- vocoder: {m.group(1)}: source-filter synthesis from the predicted envelope, "
+                    "log F0, voicing and aperiodicity (`pyutils/tts/world.py`)")
     return "- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder"
 
 
