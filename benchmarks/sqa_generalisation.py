@@ -54,11 +54,11 @@ def _absolute(line: str, root: str) -> str:
     return f"{utt} {rest}\n"
 
 
-def load_pool(recipe: str, corpus: str):
+def load_pool(recipe: str, corpus: str, dump: str = "dump"):
     """Per utterance: set, fault families, voice group; and the pooled dump dir lines."""
     info, lines = {}, {f: [] for f in FILES + ("ref.jsonl",)}
     for s in SETS:
-        d = os.path.join(recipe, "dump", s)
+        d = os.path.join(recipe, dump, s)
         fj = os.path.join(corpus, "faults", f"{s}.jsonl")
         if not os.path.isdir(d) or not os.path.exists(fj):
             print(f"note: no {s} set in {d} / {fj}; left out", flush=True)
@@ -73,7 +73,7 @@ def load_pool(recipe: str, corpus: str):
                 lines[f] += [_absolute(ln, recipe) if f != "utt2dur" else ln for ln in fh if ln.strip()]
         lines["ref.jsonl"] += read_jsonl(os.path.join(d, "ref.jsonl"))
     for cfg in ("feats_config.json", "embed_config.json"):     # how the features were made
-        path = os.path.join(recipe, "dump", "train", cfg)
+        path = os.path.join(recipe, dump, "train", cfg)
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 lines[cfg] = fh.read()
@@ -207,6 +207,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-in-distribution", action="store_true",
                    help="skip the in-distribution experiment (e.g. when --max-updates equals the recipe's "
                         "and its default run, same data and seed, is the in-distribution figure)")
+    p.add_argument("--dump-dir", default="dump",
+                   help="the recipe's dump dir to read (relative to --recipe-dir), e.g. one made with "
+                        "the recipe's --cue-feature true")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     import torch
@@ -218,8 +221,8 @@ def main(argv=None) -> int:
     with open(a.config or os.path.join(recipe, "conf", f"train_{a.preset}.yaml"), encoding="utf-8") as f:
         base_cfg = yaml.safe_load(f)
     os.makedirs(a.out, exist_ok=True)
-    info, lines = load_pool(recipe, corpus)
-    stats = os.path.join(recipe, "dump", "train", "feats_stats.npz")
+    info, lines = load_pool(recipe, corpus, a.dump_dir)
+    stats = os.path.join(recipe, a.dump_dir, "train", "feats_stats.npz")
     by_set = {s: sorted(u for u, i in info.items() if i["set"] == s) for s in SETS}
     dumped = {ln.split(maxsplit=1)[0] for ln in lines["embed.scp"]}
     wavs = {u: w for ln in lines["wav.scp"] for u, w in [ln.split(maxsplit=1)]}

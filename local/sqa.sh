@@ -38,6 +38,8 @@ corpus_dir=corpus/sqa_mini2_${preset}   # where stage 0 writes the mini corpus (
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
 vad_feature=false       # append the silero-vad speech probability to the features
+cue_feature=false       # append the physical frame cues (pyutils.sqa.cues: reverb tails, noise floor,
+                        # modulation, several voices); off: see RESULTS.md "physical frame cues"
 data_dir=data           # Kaldi-style data dirs
 dump_dir=dump           # features + 16 kHz audio
 exp_dir=exp             # models, logs, results
@@ -156,7 +158,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
-    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}") \
+    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}$( [ "${cue_feature}" = true ] && echo " cues=true")") \
       | md5sum | cut -d' ' -f1)"
     # the marker vouches for every dumped file (size + checksum): a deleted or damaged ark is re-dumped
     if _why=$(python -m pyutils.jobs.stage_marker check "${out}/.done" --sig "${sig}"); then
@@ -173,7 +175,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       "${data_dir}/${s}/wav.scp"
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
-        --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad )
+        --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad ) \
+        $( [ "${cue_feature}" = true ] && echo --cues )
     if [ "${utt_embed}" = true ]; then
       # shellcheck disable=SC2086
       ${train_cmd} JOB=1:${_nj} "${out}/log/embed.JOB.log" \

@@ -3,7 +3,9 @@
 Features: power STFT (25 ms Hann window, 10 ms hop, 512-point FFT, centred
 frames) -> ``n_mels`` triangular mel filters (Slaney, 0-8 kHz) ->
 ``log(max(mel, 1e-10))``; optionally (``--vad``) one more column with the
-silero-vad speech probability. Frame ``j`` is centred at ``j * 10 ms``; the model's
+silero-vad speech probability, and (``--cues``) the physical frame cues of
+:mod:`pyutils.sqa.cues` (reverberation tails, noise floors, modulation,
+several voices). Frame ``j`` is centred at ``j * 10 ms``; the model's
 stride 2 brings two frames onto one 20 ms scoring frame.
 
 CLI (one job of a ``${train_cmd} JOB=1:nj`` array)::
@@ -77,12 +79,17 @@ def vad_probs(x: np.ndarray, n_frames: int) -> np.ndarray:
 
 
 def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
-    """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False}``):
-    log-mel, plus the silero-vad speech probability as a last column if ``vad``."""
-    cfg = {"n_mels": 80, "vad": False, **(cfg or {})}
+    """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False, "cues": False}``):
+    log-mel, then the silero-vad speech probability if ``vad``, then the physical
+    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``."""
+    cfg = {"n_mels": 80, "vad": False, "cues": False, **(cfg or {})}
     feats = fbank(x, int(cfg["n_mels"]))
     if cfg["vad"]:
         feats = np.concatenate([feats, vad_probs(x, feats.shape[0])[:, None]], axis=1)
+    if cfg["cues"]:
+        from pyutils.sqa.cues import frame_cues
+
+        feats = np.concatenate([feats, frame_cues(x, feats.shape[0])], axis=1)
     return feats
 
 
@@ -96,7 +103,7 @@ def _is_plain_16k_mono(entry: str) -> bool:
     return info.samplerate == SAMPLE_RATE and info.channels == 1
 
 
-def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False) -> int:
+def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False, cues: bool = False) -> int:
     """Extract features of one wav.scp piece; returns the number skipped.
 
     Writes ``feats.JOB.{ark,scp}``, ``wav.JOB.scp`` (16 kHz mono; resampled
@@ -109,6 +116,8 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = Fals
     import kaldiio
 
     cfg = {"n_mels": n_mels, "vad": vad}
+    if cues:   # the key only where used, so older dumps' configs stay identical
+        cfg["cues"] = True
     cfg_path = os.path.join(outdir, "feats_config.json")
     os.makedirs(outdir, exist_ok=True)
     with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
@@ -182,12 +191,13 @@ def main(argv=None) -> int:
     d.add_argument("--job", default="1")
     d.add_argument("--n-mels", type=int, default=80)
     d.add_argument("--vad", action="store_true", help="append the silero-vad speech probability")
+    d.add_argument("--cues", action="store_true", help="append the physical frame cues (pyutils.sqa.cues)")
     s = sub.add_parser("stats", help="global mean/std of a feats.scp")
     s.add_argument("--feats-scp", required=True)
     s.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "dump":
-        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad)
+        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad, args.cues)
         return 0
     stats = global_stats(args.feats_scp)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

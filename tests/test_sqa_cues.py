@@ -1,0 +1,107 @@
+"""Physical frame cues (pyutils.sqa.cues): each cue moves the way its physics says."""
+
+import numpy as np
+import pytest
+
+from pyutils.sqa.cues import CUE_NAMES, NUM_CUES, frame_cues
+from pyutils.sqa.features import extract, fbank
+
+SR = 16000
+
+
+def col(c, name):
+    return c[:, CUE_NAMES.index(name)]
+
+
+def voice(f0, dur, rng, jitter=0.0):
+    """A harmonic 'voice' (10 harmonics, 1/k amplitudes) with a slow pitch drift."""
+    t = np.arange(int(dur * SR)) / SR
+    f = f0 * (1 + 0.03 * np.sin(2 * np.pi * 0.7 * t + rng.uniform(0, 6)) + jitter)
+    ph = 2 * np.pi * np.cumsum(f) / SR
+    return sum(np.sin(k * ph) / k for k in range(1, 11))
+
+
+def syllables(rng, n=10, on=0.18, off=0.22):
+    """Speech-like bursts: harmonic syllables of ``on`` s with silent gaps of ``off`` s."""
+    out = []
+    for _ in range(n):
+        s = voice(rng.uniform(100, 160), on, rng) * np.hanning(int(on * SR))
+        out += [s, np.zeros(int(off * SR))]
+    return 0.3 * np.concatenate(out)
+
+
+def gaps(x, n_frames):
+    """10 ms frames whose 25 ms neighbourhood in the dry signal is silent."""
+    e = np.array([np.abs(x[max(0, j * 160 - 200): j * 160 + 200]).max(initial=0.0) for j in range(n_frames)])
+    return e < 1e-6
+
+
+@pytest.fixture(scope="module")
+def signals():
+    rng = np.random.default_rng(0)
+    dry = syllables(rng)
+    t = np.arange(int(0.8 * SR)) / SR                       # RT60 0.5 s: 60 dB in 0.5 s
+    ir = rng.standard_normal(len(t)) * 10 ** (-3 * t / 0.5)
+    ir[0] = 1.0
+    wet = np.convolve(dry, ir)[: len(dry)]
+    wet *= np.abs(dry).max() / np.abs(wet).max()
+    noisy = dry + 0.03 * rng.standard_normal(len(dry))
+    return dry, wet, noisy
+
+
+def test_shape_finite_and_gain_invariant(signals):
+    dry, wet, noisy = signals
+    for x in (dry, wet, noisy, np.zeros(8000), np.full(8000, 0.5)):
+        c = frame_cues(x)
+        assert c.shape == (1 + len(x) // 160, NUM_CUES)
+        assert np.isfinite(c).all()
+    a, b = frame_cues(noisy), frame_cues(0.05 * noisy)
+    assert np.abs(a - b).max() < 1e-2 * max(1.0, np.abs(a).max())
+
+
+def test_reverb_tail_follows_the_speech_noise_floor_does_not(signals):
+    dry, wet, noisy = signals
+    cw, cn = frame_cues(wet), frame_cues(noisy)
+    g = gaps(dry, len(cw))
+    assert g.sum() > 100
+    # gap energy tied to the energy 50 ms before it: much more for the tail than for the floor
+    assert col(cw, "lag50")[g].mean() > col(cn, "lag50")[g].mean() + 0.2
+    # the tail's level in the gaps falls steadily: negative slope on the gaps' first 100 ms
+    first = g & ~np.roll(g, 10)
+    assert col(cw, "slope")[first].mean() < -0.5
+    assert abs(col(cn, "slope")[first].mean()) < abs(col(cw, "slope")[first].mean())
+
+
+def test_filled_gaps_raise_the_floor_and_flatten_the_modulation(signals):
+    dry, _, noisy = signals
+    cd, cn = frame_cues(dry), frame_cues(noisy)
+    mid = slice(100, len(cd) - 100)
+    assert np.median(col(cn, "floor")[mid]) > np.median(col(cd, "floor")[mid]) + 20
+    rng = np.random.default_rng(1)
+    t = np.arange(4 * SR) / SR
+    steady = rng.standard_normal(len(t))
+    am = steady * (1.05 + np.sin(2 * np.pi * 4 * t))       # 4 Hz, speech-rate envelope
+    assert np.median(col(frame_cues(am), "mod_low")) > np.median(col(frame_cues(steady), "mod_low")) + 0.3
+
+
+def test_second_voice_leaves_a_periodic_residual():
+    rng = np.random.default_rng(2)
+    one = voice(120, 2.0, rng)
+    two = one + voice(185, 2.0, rng)
+    c1, c2 = frame_cues(0.2 * one), frame_cues(0.1 * two)
+    mid = slice(20, len(c1) - 20)
+    assert np.median(col(c1, "harm")[mid]) > 0.8
+    # one voice cancels almost completely; two leave the second one behind
+    assert np.median(col(c1, "res_db")[mid]) < -10
+    assert np.median(col(c2, "res_db")[mid]) > np.median(col(c1, "res_db")[mid]) + 8
+    assert np.median(col(c2, "res_harm")[mid]) > 0.5
+    wn = frame_cues(0.1 * rng.standard_normal(2 * SR))
+    assert np.median(col(wn, "harm")[mid]) < 0.4
+
+
+def test_extract_appends_the_cues_on_the_logmel_rows(signals):
+    dry = signals[0]
+    f = extract(dry, {"n_mels": 80, "vad": False, "cues": True})
+    assert f.shape == (fbank(dry).shape[0], 80 + NUM_CUES)
+    np.testing.assert_array_equal(f[:, :80], fbank(dry))
+    assert extract(dry, {"n_mels": 80, "vad": False}).shape[1] == 80
