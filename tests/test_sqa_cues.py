@@ -105,3 +105,31 @@ def test_extract_appends_the_cues_on_the_logmel_rows(signals):
     assert f.shape == (fbank(dry).shape[0], 80 + NUM_CUES)
     np.testing.assert_array_equal(f[:, :80], fbank(dry))
     assert extract(dry, {"n_mels": 80, "vad": False}).shape[1] == 80
+
+
+def test_augmented_training_example_gets_the_cue_columns_too(tmp_path, signals):
+    """An example re-made on the fly is featurised like the dump (feats_config.json's ``cues``)."""
+    kaldiio = pytest.importorskip("kaldiio")
+    sf = pytest.importorskip("soundfile")
+    from pyutils.sqa.dataset import SQADataset
+
+    dry = signals[0][: 2 * SR]
+    cfg = {"n_mels": 80, "vad": False, "cues": True}
+    sf.write(tmp_path / "a.wav", dry, SR)
+    with kaldiio.WriteHelper(f"ark,scp:{tmp_path}/f.ark,{tmp_path}/feats.scp") as w:
+        w("a", extract(dry, cfg))
+    (tmp_path / "utt2dur").write_text("a 2.0\n")
+    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\n")
+
+    def add_noise(x, rng, ref):
+        return x + 0.05 * rng.standard_normal(len(x)), {"noise": [[0.0, 2.0]], "distortion": [], "pause": []}
+
+    ds = SQADataset(str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), wav_scp=str(tmp_path / "wav.scp"),
+                    augment_prob=1.0, augmenter=add_noise, feats_cfg=cfg)
+    item = ds[0]
+    assert item["feats"].shape == (201, 80 + NUM_CUES)
+    assert float(item["labels"][:, 0].mean()) == 1.0
+    # the noise raised the floor cue over the dumped (clean) example's
+    clean = np.asarray(kaldiio.load_scp(str(tmp_path / "feats.scp"))["a"])
+    k = 80 + CUE_NAMES.index("floor")
+    assert np.median(item["feats"][:, k].numpy()) > np.median(clean[:, k]) + 10
