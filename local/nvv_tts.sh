@@ -238,7 +238,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   _dumped=""
   for s in ${_all_sets}; do
     _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
-    _wopts=""; ${_world} && _wopts="world $(cat "${world_conf}" | md5sum) $(grep -A8 '^feats_extract_conf:' "${tts_config}" | md5sum)"
+    _wopts=""; ${_world} && _wopts="world $(md5sum < "${world_conf}") $(sed -n '/^feats_extract_conf:/,/^[^ ]/p' "${tts_config}" | md5sum)"
     if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} ${valid_max_utts} ${test_max_utts} ${_wopts}" \
          "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
          "${_src}"/{events.jsonl,spk_embed.scp} "${data_dir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
@@ -373,8 +373,7 @@ fi
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
-     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")" \
-     "$(! ${_world} || md5sum < "${world_conf}")"; then
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed

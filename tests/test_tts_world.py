@@ -102,15 +102,20 @@ def test_config_checks_odim_and_unknown_settings(tmp_path):
         WorldConfig.load(train, world)
 
 
-def test_extract_names_the_bad_line_and_leaves_no_scp(tmp_path, capsys):
+def _extract(tmp_path, scp_lines):
+    """Configs, one voiced wav (a.wav) and a wav.scp of ``scp_lines``; runs ``extract``."""
     train, world = _configs(tmp_path)
-    good = tmp_path / "a.wav"
-    sf.write(good, _voiced().astype(np.float32), FS)
+    sf.write(tmp_path / "a.wav", _voiced().astype(np.float32), FS)
     scp = tmp_path / "wav.scp"
-    scp.write_text(f"a {good}\nb {tmp_path / 'missing.wav'}\n")
+    scp.write_text("".join(f"{line}\n" for line in scp_lines))
     out = tmp_path / "feats.scp"
-    assert main(["extract", "--config", train, "--world-conf", world, "--wav-scp", str(scp),
-                 "--out-scp", str(out)]) == 2
+    rc = main(["extract", "--config", train, "--world-conf", world, "--wav-scp", str(scp), "--out-scp", str(out)])
+    return rc, train, world, scp, out
+
+
+def test_extract_names_the_bad_line_and_leaves_no_scp(tmp_path, capsys):
+    rc, _, _, scp, out = _extract(tmp_path, [f"a {tmp_path / 'a.wav'}", f"b {tmp_path / 'missing.wav'}"])
+    assert rc == 2
     err = capsys.readouterr().err
     assert f"{scp}:2: utterance b" in err
     assert not out.exists()
@@ -119,14 +124,8 @@ def test_extract_names_the_bad_line_and_leaves_no_scp(tmp_path, capsys):
 def test_extract_then_vocode_end_to_end(tmp_path):
     import kaldiio
 
-    train, world = _configs(tmp_path)
-    wav = tmp_path / "a.wav"
-    sf.write(wav, _voiced().astype(np.float32), FS)
-    scp = tmp_path / "wav.scp"
-    scp.write_text(f"utt1 {wav}\n")
-    out = tmp_path / "feats.scp"
-    assert main(["extract", "--config", train, "--world-conf", world, "--wav-scp", str(scp),
-                 "--out-scp", str(out)]) == 0
+    rc, train, world, _, out = _extract(tmp_path, [f"utt1 {tmp_path / 'a.wav'}"])
+    assert rc == 0
     feats = dict(kaldiio.load_scp(str(out)))["utt1"]
     d = tmp_path / "denorm"
     d.mkdir()

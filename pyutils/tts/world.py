@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import sys
 import warnings
@@ -163,19 +164,19 @@ def analyze(x: np.ndarray, c: WorldConfig) -> np.ndarray:
     return feats
 
 
-_FBANKS: dict = {}
+@functools.lru_cache(maxsize=4)
+def _fbank(c: WorldConfig):
+    """The forced aligner's extractor (ESPnet's LogMelFbank), built once per setting."""
+    from pyutils.tts.align import feature_extractor
+
+    return feature_extractor({"feats_extract": "fbank", "feats_extract_conf": c.fbank_conf()})
 
 
 def _logmel(x: np.ndarray, c: WorldConfig) -> np.ndarray:
     """ESPnet's LogMelFbank (the log-mel a fbank TTS config learns) of one waveform."""
     from pyutils.tts.align import logmel
 
-    key = tuple(sorted(c.fbank_conf().items()))
-    if key not in _FBANKS:
-        from espnet2.tts.feats_extract.log_mel_fbank import LogMelFbank
-
-        _FBANKS[key] = LogMelFbank(**c.fbank_conf())
-    return logmel(_FBANKS[key], x).astype(np.float64)
+    return logmel(_fbank(c), x).astype(np.float64)
 
 
 class WorldVocoder:
