@@ -91,22 +91,8 @@ mkdir -p "${exp_dir}"
 [ ${stage} -le 0 ] && echo 0 > "${exp_dir}/.sqa_seconds"
 prior_seconds=$(cat "${exp_dir}/.sqa_seconds" 2>/dev/null || echo 0)
 trap 'echo $(( SECONDS + prior_seconds )) > "${exp_dir}/.sqa_seconds"' EXIT
-# wall and CPU seconds per stage (CPU: this script plus every child it waited for, i.e. all
-# jobs; on an idle machine a stage's wall time lies between CPU/2 and CPU on 2 cores)
 times_file=${exp_dir}/stage_times.tsv
-[ ${stage} -le 0 ] && printf 'stage\twall_s\tcpu_s\tload1\n' > "${times_file}"
-cpu_seconds() {   # -> ${cpu_now}; `times` must run in this shell (in $(...) it sees no children)
-  { times; } > "${exp_dir}/.times"
-  cpu_now=$(awk '{ for (i = 1; i <= NF; i++) { split($i, a, "m"); s += a[1] * 60 + a[2] } }
-                 END { printf "%.1f", s }' "${exp_dir}/.times")
-}
-cpu_seconds; _mark_wall=${SECONDS}; _mark_cpu=${cpu_now}
-stage_time() {    # stage_time "<n> <name>": one row of ${times_file}
-  cpu_seconds
-  printf '%s\t%d\t%s\t%s\n' "$1" $(( SECONDS - _mark_wall )) "$(awk -v a="${cpu_now}" -v b="${_mark_cpu}" \
-    'BEGIN { printf "%.1f", a - b }')" "$(cut -d' ' -f1 /proc/loadavg)" >> "${times_file}"
-  _mark_wall=${SECONDS}; _mark_cpu=${cpu_now}
-}
+. utils/stage_timer.sh "${times_file}"   # stage_timer "<n> <name>": wall/CPU seconds per stage
 
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   if [ -n "${real_corpus}" ]; then
@@ -121,7 +107,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       --nj "${nj}" --cmd "${train_cmd}" 2>&1 | tee "${exp_dir}/log/synth_sqa.log"
     [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${exp_dir}/log/synth_sqa.log)"; exit 1; }
   fi
-  stage_time "0 corpus"
+  stage_timer "0 corpus"
 fi
 
 if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
@@ -150,7 +136,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
     done
     log "  ${s}: $(wc -l < "${data_dir}/${s}/wav.scp") recordings"
   done
-  stage_time "1 data"
+  stage_timer "1 data"
 fi
 
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
@@ -200,7 +186,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
     python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${sig}" --dir "${out}"
   done
-  stage_time "2 features+embeddings"
+  stage_timer "2 features+embeddings"
 fi
 
 if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
@@ -208,7 +194,7 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
   mkdir -p "${dump_dir}/${train_set}/log"
   ${train_cmd} "${dump_dir}/${train_set}/log/stats.log" \
     python -m pyutils.sqa.features stats --feats-scp "${dump_dir}/${train_set}/feats.scp" --out "${stats_file}"
-  stage_time "3 stats"
+  stage_timer "3 stats"
 fi
 
 if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true ]; then
@@ -237,7 +223,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true 
       --output-json "${out}/score_combined.json" > "${out}/score_combined.txt"
     log "  ${s}: baseline (combined) $(grep -m1 'Final' "${out}/score_combined.txt" | sed 's/^ *//')"
   done
-  stage_time "4 baselines"
+  stage_timer "4 baselines"
 fi
 
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
@@ -273,7 +259,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
         --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
     grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
   fi
-  stage_time "5 train+tune"
+  stage_timer "5 train+tune"
 fi
 
 if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
@@ -285,7 +271,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
         --all-ids "${data_dir}/${s}/wav.scp"
     tail -n 2 "${model_dir}/log/infer_${s}.log" | grep -v '^#' | sed 's/^/    /' || true
   done
-  stage_time "6 inference"
+  stage_timer "6 inference"
 fi
 
 if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
@@ -298,7 +284,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
       python -m pyutils.sqa.plots --infer-dir "${model_dir}/infer_${s}" --ref "${data_dir}/${s}/ref.jsonl" \
         --wav-scp "${dump_dir}/${s}/wav.scp" --num "${num_plots}" --outdir "${model_dir}/plots_${s}"
   done
-  stage_time "7 scoring+plots"
+  stage_timer "7 scoring+plots"
   python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
     --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
     --stage-times "${times_file}" \

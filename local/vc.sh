@@ -39,19 +39,6 @@ kill_tree() {
   for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
   kill "${pid}" 2>/dev/null || true
 }
-# Per-stage clock: wall seconds, CPU seconds (user+sys of this shell and of every child it
-# has waited for, from /proc/<pid>/stat) and the host load, so that a run on a busy
-# machine still tells what it costs on an idle one. One row per stage in ${vc_exp}/log/timing.tsv.
-cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$$/stat"; }
-_clk_wall=${SECONDS}; _clk_cpu=$(cpu_ticks); _clk_tck=$(getconf CLK_TCK)
-stage_clock() {  # $1: stage label; reports the time since the previous call
-  local c; c=$(cpu_ticks)
-  local wall=$((SECONDS - _clk_wall)) cpu; cpu=$(awk -v a="${c}" -v b="${_clk_cpu}" -v t="${_clk_tck}" 'BEGIN {printf "%.0f", (a - b) / t}')
-  local load; load=$(cut -d' ' -f1-3 /proc/loadavg)
-  log "timing: $1: wall ${wall} s, CPU ${cpu} s, load ${load}"
-  printf '%s\t%s\t%s\t%s\n' "$1" "${wall}" "${cpu}" "${load}" >> "${vc_exp}/log/timing.tsv"
-  _clk_wall=${SECONDS}; _clk_cpu=${c}
-}
 _asr_pid=
 trap '[ -n "${_asr_pid}" ] && kill_tree "${_asr_pid}"' EXIT
 
@@ -166,6 +153,7 @@ tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^t
 vc_exp=${expdir}/vc_${preset}
 _tsfx=""   # TTS set suffix: an oracle-text run never overwrites the cascade's synthesis
 if [ "${oracle_text}" = true ]; then vc_exp=${expdir}/vc_${preset}_oracletext; _tsfx=_oracletext; fi
+. utils/stage_timer.sh "${vc_exp}/log/timing.tsv"   # stage_timer "<n> <name>": wall/CPU seconds per stage
 emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
 asr_dump=${dumpdir}/asr
 tts_data=${datadir}/tts
@@ -211,7 +199,7 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
       --pairs-out "${corpus_dir}/pairs/test.tsv"
     stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
   fi
-  stage_clock "stage 0 corpus"
+  stage_timer "0 corpus"
 fi
 
 # ---------------------------------------------------------------- stage 1
@@ -242,7 +230,7 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
       --src-text-dir "${datadir}/test_src" \
       --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
   done
-  stage_clock "stage 1 data prep"
+  stage_timer "1 data prep"
 fi
 
 # ---------------------------------------------------------------- stage 2
@@ -274,7 +262,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances"
   done
-  stage_clock "stage 2 format audio"
+  stage_timer "2 format audio"
 fi
 
 # ---------------------------------------------------------------- stage 3
@@ -348,7 +336,7 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   spk_extract ${_emb_sets}
   python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/embeddings.npz" \
     --trials "${dumpdir}/raw/spk_valid/trial_label" | tee "${spk_exp}/eer_dev.txt" || true
-  stage_clock "stage 3 speaker model + embeddings"
+  stage_timer "3 speaker model + embeddings"
 fi
 
 # ---------------------------------------------------------------- stage 4
@@ -379,7 +367,7 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   else
     asr_stage auto 2>&1 | tee "${vc_exp}/log/asr.log"
   fi
-  stage_clock "stage 4 ASR (foreground, or the start of the background job)"
+  stage_timer "4 ASR (foreground, or the start of the background job)"
 fi
 
 # ---------------------------------------------------------------- stage 5
@@ -409,7 +397,7 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
   fi
   # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
   # during which it ended (this one or the wait below); add both rows for the parallel part
-  stage_clock "stage 5 TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
+  stage_timer "5 TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
 fi
 
 if [ -n "${_asr_pid}" ]; then
@@ -421,7 +409,7 @@ if [ -n "${_asr_pid}" ]; then
     echo "$0: stage 4 (ASR) failed; see ${vc_exp}/log/asr.log" >&2; exit 1
   fi
   grep -E "ASR WER on dev_text|successfully finished" "${vc_exp}/log/asr.log" | tail -n 2
-  stage_clock "stage 4 ASR, wait for the background job (parallel with stage 5)"
+  stage_timer "4 ASR, wait for the background job (parallel with stage 5)"
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -464,7 +452,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     tail -n 1 "${vc_exp}/log/convert_${name}.log"
     chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}" | tail -n 2
   done
-  stage_clock "stage 6 convert"
+  stage_timer "6 convert"
 fi
 
 # ---------------------------------------------------------------- stage 7
@@ -534,7 +522,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     done
     log "  copied to $(pwd)/RESULTS.md"
   fi
-  stage_clock "stage 7 evaluate"
+  stage_timer "7 evaluate"
 fi
 
 # ---------------------------------------------------------------- stage 8
@@ -552,5 +540,5 @@ elif [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
   done
 fi
 
-if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then stage_clock "stage 8 package"; fi
+if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then stage_timer "8 package"; fi
 log "Successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"

@@ -17,6 +17,7 @@ import platform
 import sys
 import time
 
+from pyutils.jobs.stage_times import markdown as stage_times_markdown
 from pyutils.sqa.common import FAULTS, write_text_atomic
 
 
@@ -60,27 +61,6 @@ def _encoder_name(model_dir) -> str:
     except OSError:
         return "conv + encoder"
     return {"gru": "conv + BiGRU", "tcn": "conv + TCN"}.get(enc, enc)
-
-
-def _stage_times(path) -> list:
-    """Rows of the recipe's stage_times.tsv (stage, wall_s, cpu_s, load1) as a Markdown table."""
-    if not path or not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f][1:]
-    rows = [r for r in rows if len(r) == 4]
-    if not rows:
-        return []
-    out = ["## Time per stage", "",
-           "Wall and CPU seconds (CPU: the stage's processes together, from bash `times`); load = "
-           "1-minute load average when the stage ended. On 2 idle cores a stage's wall time lies "
-           "between about CPU/2 (both cores busy) and CPU (one): an estimate, not a measurement.", "",
-           "| stage | wall (s) | CPU (s) | load |", "|---|---|---|---|"]
-    out += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
-    wall = sum(float(r[1]) for r in rows)
-    cpu = sum(float(r[2]) for r in rows)
-    out += [f"| all | {wall:.0f} | {cpu:.0f} | |", ""]
-    return out
 
 
 def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None, stage_times=None) -> str:
@@ -159,7 +139,7 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                          f"{prm['utt_threshold']} (dev F1 {dv.get('f1', float('nan')):.4f}, "
                          f"IoU {dv.get('iou', float('nan')):.4f})")
         lines.append("")
-    lines += _stage_times(stage_times)
+    lines += stage_times_markdown(stage_times)
     return "\n".join(lines) + "\n"
 
 

@@ -16,6 +16,8 @@ import socket
 import sys
 from typing import List, Optional
 
+from pyutils.jobs.stage_times import markdown as stage_times_markdown
+
 
 def _f(v, pct: bool = False, nd: int = 3) -> str:
     if v is None or (isinstance(v, float) and v != v):
@@ -115,7 +117,8 @@ def _vocoder_summary(exp: str) -> str:
     return "- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder"
 
 
-def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "") -> str:
+def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "",
+           stage_times: str = "") -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
         load = os.getloadavg()
@@ -198,6 +201,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
             rel = os.path.relpath(os.path.join(edir, m["plot"]), os.path.dirname(os.path.abspath(exp)) if False else exp)
             out += [f"Spectrograms with the requested tag spans: `{os.path.join(edir, m['plot'])}`"
                     f" (per utterance: `{os.path.join(edir, 'per_utt.tsv')}`)", ""]
+    out += stage_times_markdown(stage_times, "## Time per stage (this run, up to the synthesis)")
     out += ["## Notes", "",
             "- SIM, DNSMOS and FD use encoders shipped inside their wheels (offline): resemblyzer's "
             "GE2E encoder, DNSMOS P.835 ONNX models.",
@@ -216,10 +220,11 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="default")
     p.add_argument("--out", required=True)
     p.add_argument("--align-stats", default="", help="align_stats.json of the forced alignment (duration models)")
+    p.add_argument("--stage-times", default="", help="stage_times.tsv of the run (utils/stage_timer.sh)")
     p.add_argument("sets", nargs="+", help="NAME=EVAL_DIR (holding metrics.json)")
     a = p.parse_args(argv)
     sets = [tuple(s.split("=", 1)) for s in a.sets]
-    text = render(a.exp, a.config, a.lang, a.preset, sets, a.align_stats)
+    text = render(a.exp, a.config, a.lang, a.preset, sets, a.align_stats, a.stage_times)
     with open(a.out + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(a.out + ".tmp", a.out)
