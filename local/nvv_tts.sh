@@ -70,6 +70,8 @@ gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
 world_lifter=80         # WORLD synthesis from a log-mel envelope: cepstral coefficients kept when smoothing it
+world_voicing=          # WORLD synthesis: a frame is voiced where the predicted voiced flag exceeds this (0..1;
+                        # default 0.15 for zh, 0.5 otherwise: chosen on dev, README "A source-filter vocoder")
 gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
                         # 0 = off, 1 = each band's variance over the utterance set to the training GV
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
@@ -107,6 +109,9 @@ case "${preset}" in
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
+if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.15; fi
+[[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
+  || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
 [[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
   || { echo "$0: --gv_strength '${gv_strength}' must be a number in [0, 1.5] (0 = off)" >&2; exit 2; }
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
@@ -448,7 +453,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   _gl=false
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
-  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter}"
+  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter} ${world_voicing}"
   _gv_opts=""; _gv_marker=""
   if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
     # global-variance post-filter: the per-band variance of the training log-mel over each
@@ -506,7 +511,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       rm -rf "${_dir}/wav"
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.world vocode --config "${tts_exp}/train_config.src.yaml" \
-          --world-conf "${tts_exp}/world.src.yaml" --lifter "${world_lifter}" --out-dir "${_dir}/wav" \
+          --world-conf "${tts_exp}/world.src.yaml" --lifter "${world_lifter}" --voiced-threshold "${world_voicing}" --out-dir "${_dir}/wav" \
           "${_logdir}/output.JOB/denorm"
     fi
     _abs=$(cd "${_dir}" && pwd)

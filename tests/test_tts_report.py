@@ -70,8 +70,8 @@ def test_report_names_the_vocoder_that_ran(tmp_path):
                                        "GV post-filter strength 1.0)\n")
     assert "- vocoder: Griffin-Lim 32 iterations, power 1.3, GV post-filter strength 1.0 on ESPnet's" in render(
         str(tmp_path), "c.yaml", "en", "default", sets)
-    (log / "vocoder.1.log").write_text("36 utterances -> x (WORLD, mel envelope, lifter 45)\n")
-    assert "- vocoder: WORLD, mel envelope, lifter 45: source-filter synthesis" in render(
+    (log / "vocoder.1.log").write_text("36 utterances -> x (WORLD, mel envelope, lifter 45, voiced above 0.15)\n")
+    assert "- vocoder: WORLD, mel envelope, lifter 45, voiced above 0.15: source-filter synthesis" in render(
         str(tmp_path), "c.yaml", "en", "default", sets)
 
 

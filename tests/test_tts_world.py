@@ -79,6 +79,22 @@ def test_unvoiced_prediction_gives_noise_not_a_tone(envelope, dim):
     assert peakiness(voiced) > 20 and peakiness(unvoiced) < 0.2 * peakiness(voiced)
 
 
+def test_a_soft_voiced_flag_counts_as_voiced_above_the_threshold():
+    """The model's flag is a smoothed 0/1: 0.3 is noise at the default threshold (0.5), voiced at 0.15."""
+    c = WorldConfig()
+    f = analyze(_voiced(), c)
+    f[:, c.env_dim + 1] *= 0.3
+
+    def peakiness(y):
+        seg = y[len(y) // 2 - 2000: len(y) // 2 + 2000]
+        band = np.abs(np.fft.rfft(seg * np.hanning(len(seg))))[25:250]
+        return band.max() / band.mean()
+
+    strict = peakiness(WorldVocoder(c)(f))
+    soft = peakiness(WorldVocoder(WorldConfig(voiced_threshold=0.15))(f))
+    assert soft > 20 and strict < 0.2 * soft
+
+
 @pytest.mark.parametrize("bad,msg", [(np.zeros((1, 83)), "frame"), (np.zeros((10, 63)), "shape"),
                                      (np.full((10, 83), np.nan), "non-finite")])
 def test_vocoder_rejects_bad_features(bad, msg):
@@ -89,6 +105,8 @@ def test_vocoder_rejects_bad_features(bad, msg):
 def test_config_checks_odim_and_unknown_settings(tmp_path):
     train, world = _configs(tmp_path)
     assert WorldConfig.load(train, world).dim == 83
+    with pytest.raises(ValueError, match="voiced threshold"):
+        WorldConfig.load(train, world, voiced_threshold=1.2)
     train, world = _configs(tmp_path, odim=63)
     with pytest.raises(ValueError, match="odim 63"):
         WorldConfig.load(train, world)

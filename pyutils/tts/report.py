@@ -110,7 +110,7 @@ def _vocoder_summary(exp: str) -> str:
         if m:
             return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
                     "fast Griffin-Lim, magnitude sharpened)")
-        m = re.search(r"\((WORLD, [a-z]+ envelope, [a-z_]+ \d+)\)", text)
+        m = re.search(r"\((WORLD, [a-z]+ envelope, [a-z_]+ \d+(?:, voiced above [0-9.]+)?)\)", text)
         if m:
             return (f"- vocoder: {m.group(1)}: source-filter synthesis from the predicted envelope, "
                     "log F0, voicing and aperiodicity (`pyutils/tts/world.py`)")

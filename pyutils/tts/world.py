@@ -27,7 +27,8 @@ The frame grid is the training config's (``feats_extract_conf``: fs, hop_length)
 same one the forced alignment uses, so durations and features have equal lengths
 (WORLD gives ``1 + n_samples // hop`` frames, as a centred STFT does). The remaining
 analysis settings are in a small YAML (``conf/world.yaml``): envelope, f0_floor, f0_ceil,
-sp_dim. The synthesis-only ``--lifter`` (mel envelope) is an option of ``vocode``.
+sp_dim. The synthesis-only ``--lifter`` (mel envelope) and ``--voiced-threshold`` are options
+of ``vocode``.
 
     python -m pyutils.tts.world extract --config conf/train.yaml --world-conf conf/world.yaml \
         --wav-scp dump/raw/train/wav.scp --out-scp dump/raw/train/feats.scp
@@ -57,6 +58,7 @@ SETTINGS = ("envelope", "f0_floor", "f0_ceil", "sp_dim")
 # default model's synthesis of all 100 dev_en texts: 45: 30.5 % / 2.86, 80: 26.7 % / 2.81,
 # 100: 28.9 % / 2.82 (Griffin-Lim on the same log-mel: 27.7 % / 2.03).
 DEFAULT_LIFTER = 80
+DEFAULT_VOICED_THRESHOLD = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,7 @@ class WorldConfig:
     f0_ceil: float = 600.0
     sp_dim: int = 60          # envelope: coded
     lifter: int = DEFAULT_LIFTER  # envelope: mel; synthesis only
+    voiced_threshold: float = DEFAULT_VOICED_THRESHOLD  # synthesis only: a frame is voiced above it
     n_fft: int = 512          # the log-mel's settings (feats_extract_conf)
     win_length: int = 512
     n_mels: int = 80
@@ -96,7 +99,8 @@ class WorldConfig:
         return pyworld.get_cheaptrick_fft_size(self.fs, self.f0_floor)
 
     @classmethod
-    def load(cls, train_config: str, world_conf: str, lifter: int = DEFAULT_LIFTER) -> "WorldConfig":
+    def load(cls, train_config: str, world_conf: str, lifter: int = DEFAULT_LIFTER,
+             voiced_threshold: float = DEFAULT_VOICED_THRESHOLD) -> "WorldConfig":
         """Frame grid from the TTS training config, the rest from the WORLD YAML."""
         with open(train_config, encoding="utf-8") as f:
             tc = yaml.safe_load(f) or {}
@@ -110,7 +114,7 @@ class WorldConfig:
         fs = int(fe.get("fs", 16000))
         c = cls(fs=fs, hop_length=int(fe.get("hop_length", 128)), envelope=str(wc.get("envelope", "mel")),
                 f0_floor=float(wc.get("f0_floor", 60.0)), f0_ceil=float(wc.get("f0_ceil", 600.0)),
-                sp_dim=int(wc.get("sp_dim", 60)), lifter=int(lifter),
+                sp_dim=int(wc.get("sp_dim", 60)), lifter=int(lifter), voiced_threshold=float(voiced_threshold),
                 n_fft=int(fe.get("n_fft", 512)), win_length=int(fe.get("win_length") or fe.get("n_fft", 512)),
                 n_mels=int(fe.get("n_mels", 80)), fmin=int(fe.get("fmin") or 0),
                 fmax=int(fe.get("fmax") or fs // 2))
@@ -118,6 +122,8 @@ class WorldConfig:
             raise ValueError(f"{world_conf}: envelope {c.envelope!r}: mel or coded")
         if not 2 <= c.lifter <= c.fft_size // 2:
             raise ValueError(f"lifter {c.lifter}: must be in [2, {c.fft_size // 2}]")
+        if not 0.0 <= c.voiced_threshold < 1.0:
+            raise ValueError(f"voiced threshold {c.voiced_threshold}: must be in [0, 1)")
         if not 0 < c.f0_floor < c.f0_ceil < c.fs / 2:
             raise ValueError(f"{world_conf}: need 0 < f0_floor < f0_ceil < fs/2")
         odim = tc.get("odim")
@@ -221,7 +227,9 @@ class WorldVocoder:
             raise ValueError("non-finite feature values")
         f = feats.astype(np.float64)
         e = c.env_dim
-        voiced = f[:, e + 1] > 0.5
+        # the predicted flag is a smoothed 0/1 (L1 regression): at 0.5 the edges of voiced
+        # stretches and short voiced sounds turn to noise (synthesis-only setting, chosen on dev)
+        voiced = f[:, e + 1] > c.voiced_threshold
         f0 = np.where(voiced, np.clip(np.exp(f[:, e]), c.f0_floor, c.f0_ceil), 0.0)
         # coded aperiodicity is in dB (<= 0); a prediction above 0 dB means "fully aperiodic"
         coded_ap = np.ascontiguousarray(np.minimum(f[:, e + 2:], 0.0))
@@ -274,10 +282,13 @@ def main(argv=None) -> int:
     sub.choices["vocode"].add_argument("--out-dir", required=True)
     sub.choices["vocode"].add_argument("--lifter", type=int, default=DEFAULT_LIFTER,
                                        help="mel envelope: cepstral coefficients kept when smoothing it")
+    sub.choices["vocode"].add_argument("--voiced-threshold", type=float, default=DEFAULT_VOICED_THRESHOLD,
+                                       help="a frame is voiced where the predicted flag exceeds this (0..1)")
     sub.choices["vocode"].add_argument("feats_dirs", nargs="+", help="dirs of <utt_id>.npy (tts_inference denorm/)")
     a = p.parse_args(argv)
     try:
-        c = WorldConfig.load(a.config, a.world_conf, **({"lifter": a.lifter} if a.cmd == "vocode" else {}))
+        synth = {"lifter": a.lifter, "voiced_threshold": a.voiced_threshold} if a.cmd == "vocode" else {}
+        c = WorldConfig.load(a.config, a.world_conf, **synth)
         if a.cmd == "extract":
             n = extract_scp(a.wav_scp, a.out_scp, c)
             print(f"{n} utterances -> {a.out_scp} ({c.dim}-dim WORLD features every {c.frame_period_ms:g} ms)",
@@ -287,7 +298,8 @@ def main(argv=None) -> int:
 
             n = vocode_dirs(WorldVocoder(c), a.feats_dirs, a.out_dir)["utts"]
             env = f"lifter {c.lifter}" if c.envelope == "mel" else f"sp_dim {c.sp_dim}"
-            print(f"{n} utterances -> {a.out_dir} (WORLD, {c.envelope} envelope, {env})", file=sys.stderr)
+            print(f"{n} utterances -> {a.out_dir} (WORLD, {c.envelope} envelope, {env}, voiced above "
+                  f"{c.voiced_threshold:g})", file=sys.stderr)
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
