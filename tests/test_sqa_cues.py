@@ -133,3 +133,26 @@ def test_augmented_training_example_gets_the_cue_columns_too(tmp_path, signals):
     clean = np.asarray(kaldiio.load_scp(str(tmp_path / "feats.scp"))["a"])
     k = 80 + CUE_NAMES.index("floor")
     assert np.median(item["feats"][:, k].numpy()) > np.median(clean[:, k]) + 10
+
+
+def test_context_mean_is_the_windowed_mean_cut_at_the_edges():
+    from pyutils.sqa.cues import context_mean
+
+    c = np.arange(10, dtype=np.float32)[:, None] * [1.0, -2.0]
+    m = context_mean(c, 2)
+    assert m.shape == c.shape
+    np.testing.assert_allclose(m[5], c[3:8].mean(0))      # inside: t-2 .. t+2
+    np.testing.assert_allclose(m[0], c[0:3].mean(0))      # edge: only the frames that exist
+    np.testing.assert_allclose(m[9], c[7:10].mean(0))
+    np.testing.assert_allclose(context_mean(c, 0), c)
+
+
+def test_extract_cue_context_appends_the_pooled_cues(signals):
+    from pyutils.sqa.cues import context_mean
+
+    dry = signals[0]
+    f = extract(dry, {"n_mels": 80, "vad": False, "cues": True, "cue_context": 1.5})
+    assert f.shape[1] == 80 + 2 * NUM_CUES
+    np.testing.assert_allclose(f[:, 80 + NUM_CUES:], context_mean(f[:, 80:80 + NUM_CUES], 150), rtol=1e-5)
+    assert np.all(np.abs(np.diff(f[:, -NUM_CUES:], axis=0)).mean(0)
+                  <= np.abs(np.diff(f[:, 80:80 + NUM_CUES], axis=0)).mean(0) + 1e-6)   # smoother than the frames

@@ -81,15 +81,20 @@ def vad_probs(x: np.ndarray, n_frames: int) -> np.ndarray:
 def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
     """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False, "cues": False}``):
     log-mel, then the silero-vad speech probability if ``vad``, then the physical
-    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``."""
+    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``, and with
+    ``cue_context`` (seconds, > 0) the same cues averaged over +- that span after them."""
     cfg = {"n_mels": 80, "vad": False, "cues": False, **(cfg or {})}
     feats = fbank(x, int(cfg["n_mels"]))
     if cfg["vad"]:
         feats = np.concatenate([feats, vad_probs(x, feats.shape[0])[:, None]], axis=1)
     if cfg["cues"]:
-        from pyutils.sqa.cues import frame_cues
+        from pyutils.sqa.cues import context_mean, frame_cues
 
-        feats = np.concatenate([feats, frame_cues(x, feats.shape[0])], axis=1)
+        cues = frame_cues(x, feats.shape[0])
+        feats = np.concatenate([feats, cues], axis=1)
+        if float(cfg.get("cue_context", 0.0)) > 0:   # seconds each side: the cues' mean over that span
+            half = int(round(float(cfg["cue_context"]) / 0.01))
+            feats = np.concatenate([feats, context_mean(cues, half)], axis=1)
     return feats
 
 
@@ -103,7 +108,8 @@ def _is_plain_16k_mono(entry: str) -> bool:
     return info.samplerate == SAMPLE_RATE and info.channels == 1
 
 
-def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False, cues: bool = False) -> int:
+def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False, cues: bool = False,
+         cue_context: float = 0.0) -> int:
     """Extract features of one wav.scp piece; returns the number skipped.
 
     Writes ``feats.JOB.{ark,scp}``, ``wav.JOB.scp`` (16 kHz mono; resampled
@@ -118,6 +124,8 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = Fals
     cfg = {"n_mels": n_mels, "vad": vad}
     if cues:   # the key only where used, so older dumps' configs stay identical
         cfg["cues"] = True
+        if cue_context > 0:
+            cfg["cue_context"] = float(cue_context)
     cfg_path = os.path.join(outdir, "feats_config.json")
     os.makedirs(outdir, exist_ok=True)
     with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
@@ -192,12 +200,17 @@ def main(argv=None) -> int:
     d.add_argument("--n-mels", type=int, default=80)
     d.add_argument("--vad", action="store_true", help="append the silero-vad speech probability")
     d.add_argument("--cues", action="store_true", help="append the physical frame cues (pyutils.sqa.cues)")
+    d.add_argument("--cue-context", type=float, default=0.0,
+                   help="with --cues: also append the cues averaged over +- this many seconds (0: no)")
     s = sub.add_parser("stats", help="global mean/std of a feats.scp")
     s.add_argument("--feats-scp", required=True)
     s.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "dump":
-        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad, args.cues)
+        if args.cue_context < 0 or (args.cue_context > 0 and not args.cues):
+            print(f"ERROR: --cue-context {args.cue_context}: needs --cues and a value >= 0", file=sys.stderr)
+            return 2
+        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad, args.cues, args.cue_context)
         return 0
     stats = global_stats(args.feats_scp)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
