@@ -157,6 +157,21 @@ def fit_cue_classifier(dump: str, corpus: str, exclude: str):
     return clf, cues
 
 
+def family_intervals_as_noise(clf, cues: dict, corpus: str, family: str) -> tuple:
+    """(share of ``family``'s reference intervals outside dev that ``clf`` calls noise, count)."""
+    from pyutils.synth.faults import FAMILIES
+
+    calls = []
+    for split in ("train", "test", "test_real"):
+        path = os.path.join(corpus, "faults", f"{split}.jsonl")
+        for r in read_jsonl(path) if os.path.exists(path) else []:
+            for d in r["details"]:
+                a, b = int(d["start"] / 0.01), int(np.ceil(d["end"] / 0.01))
+                if FAMILIES[d["kind"]] == family and r["utt_id"] in cues and b - a >= 5:
+                    calls.append(clf.predict_proba(pooled_cues(cues[r["utt_id"]][a:b])[None])[0, 1] >= 0.5)
+    return float(np.mean(calls)) if calls else float("nan"), len(calls)
+
+
 def main(argv=None) -> int:
     from pyutils.scoring.sqa import score_sqa
 
@@ -183,6 +198,9 @@ def main(argv=None) -> int:
     clf = cues = None
     if a.cues_dump:
         clf, cues = fit_cue_classifier(a.cues_dump, a.corpus, a.exclude)
+        if a.exclude:
+            share, n = family_intervals_as_noise(clf, cues, a.corpus, a.exclude)
+            print(f"cue classifier fitted without {a.exclude}: {share:.2f} of its {n} intervals called noise")
         variants += [("cues", w) for w in (0.5, 0.75, 1.0)]
     dev = next(iter(sets))
     table, best = [], (None, -1.0)
