@@ -15,6 +15,9 @@ and one of these per-segment rules added after it, and scores each with
   a class keeps its frames in the region only if its mean posterior over the
   region is >= r times the larger of the two (r = 1: the region's argmax); with
   ``A`` the winner also takes the frames the other class had;
+* ``union t``: over the same regions, each class gets the whole region iff its mean
+  posterior over the region is >= t, else none of it (the recipe's step 6,
+  ``pyutils.sqa.postproc.decide_regions``, where t is tuned on dev);
 * ``cues w`` (with ``--cues-dump``): the region's class is the one a logistic
   regression on the physical cues of :mod:`pyutils.sqa.cues` pooled over the
   region (mean and standard deviation) picks, mixed with the posterior share
@@ -41,23 +44,16 @@ import numpy as np
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from pyutils.sqa.common import FAULTS, frames_to_intervals, read_jsonl  # noqa: E402
-from pyutils.sqa.postproc import load_outputs, smooth_and_threshold  # noqa: E402
+from pyutils.sqa.postproc import decide_regions, fault_mask, load_outputs  # noqa: E402
 
 CLASSES = ("noise", "distortion")   # the two classes an unseen family is split between
+UNION_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 
 
 def runs(mask: np.ndarray):
     """(starts, ends) of the runs of True in a boolean vector."""
     d = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8), [0]]))
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-
-
-def fault_mask(probs: np.ndarray, params: dict, utt_prob: float) -> np.ndarray:
-    """The recipe's post-processing of one fault (``pyutils.sqa.postproc``) as a frame mask."""
-    if params.get("utt_threshold", 0.0) > 0 and utt_prob < params["utt_threshold"]:
-        return np.zeros(len(probs), dtype=bool)
-    return smooth_and_threshold(probs, int(params["median"]), float(params["threshold"]),
-                                float(params["merge_gap"]), float(params["min_dur"]))
 
 
 def drop_weak_segments(mask: np.ndarray, probs: np.ndarray, seg_threshold: float) -> np.ndarray:
@@ -117,6 +113,8 @@ def rows(outputs: dict, params: dict, variant: tuple, cues: dict | None = None, 
                 masks[:, j] = drop_weak_segments(masks[:, j], fp[:, j], value)
         elif kind == "region":
             masks[:, idx] = segment_classes(masks[:, idx], fp[:, idx], value, variant[2])
+        elif kind == "union":
+            masks[:, idx] = decide_regions(masks[:, idx], fp[:, idx], value)
         elif kind == "cues":
             masks[:, idx] = cue_regions(masks[:, idx], fp[:, idx], cues[u], clf, value)
         faults = {}
@@ -194,7 +192,8 @@ def main(argv=None) -> int:
         outs = load_outputs(os.path.join(a.model_dir, f"infer_{name}", "outputs.npz"))
         sets[name] = (refs, {u: o for u, o in outs.items() if u in ids})
     variants = [("off", 0.0)] + [("seg_threshold", t) for t in (0.4, 0.45, 0.5, 0.6)] \
-        + [("region", r, ab) for r in (0.5, 0.7, 1.0) for ab in (False, True)]
+        + [("region", r, ab) for r in (0.5, 0.7, 1.0) for ab in (False, True)] \
+        + [("union", t) for t in UNION_GRID]
     clf = cues = None
     if a.cues_dump:
         clf, cues = fit_cue_classifier(a.cues_dump, a.corpus, a.exclude)

@@ -1180,6 +1180,15 @@ def _(d):
     return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
 
 
+@case("sqa-postproc-region-threshold-bad")
+def _(d):
+    m = _sqa_model(d)
+    pp = json.loads((m / "postproc.json").read_text())
+    write(m / "postproc.json", json.dumps({**pp, "region_threshold": "high"}))
+    wav(d / "clips" / "a.wav", seconds=1.0)
+    return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
+
+
 # ----------------------------------------------------------------- running and classifying
 def _env(root: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from pyutils.sqa.common import FAULTS, frames_to_intervals
-from pyutils.sqa.postproc import frames_to_fault_intervals, make_row, smooth_and_threshold, tune
+from pyutils.sqa.postproc import (decide_regions, frames_to_fault_intervals, make_row, read_postproc,
+                                   smooth_and_threshold, tune, tune_region)
 
 BASE = {"median": 1, "threshold": 0.5, "merge_gap": 0.0, "min_dur": 0.0, "utt_threshold": 0.0}
 
@@ -74,3 +75,78 @@ def test_tune_picks_a_threshold_that_separates_classes():
     params, table = tune(outputs, refs, grid)
     assert params["noise"]["threshold"] == 0.4
     assert len(table) == 2 * (3 + 1 + 1) * len(FAULTS)   # 2 passes over 3 parameter groups
+
+
+def test_region_goes_whole_to_each_class_above_the_threshold():
+    probs = np.zeros((40, 2))
+    probs[5:15] = [0.6, 0.35]           # region 1: noise strong, distortion on at its end only
+    probs[25:35] = [0.25, 0.7]          # region 2: distortion strong, noise weak throughout
+    masks = np.zeros((40, 2), dtype=bool)
+    masks[5:12, 0] = masks[12:15, 1] = True       # frame by frame: split between the classes
+    masks[25:35, 1] = True
+    masks[30:33, 0] = True
+    out = decide_regions(masks, probs, 0.3)
+    assert out[5:15].all()                         # both means >= 0.3 over 5..15: both take it whole
+    assert out[25:35, 1].all() and not out[25:35, 0].any()   # noise mean 0.25 < 0.3: dropped
+    assert not out[:5].any() and not out[15:25].any()
+    np.testing.assert_array_equal(decide_regions(masks, probs, 0.0), masks)   # 0: off
+    assert decide_regions(masks, probs, 0.4)[5:15, 0].all() and not decide_regions(masks, probs, 0.4)[:, 1][5:15].any()
+
+
+def test_make_row_applies_the_region_step_to_noise_and_distortion_only():
+    fp = np.zeros((50, 3), dtype=np.float32)
+    fp[10:20, 0] = 0.8
+    fp[20:30, 1] = 0.8                  # distortion right after the noise: one region 10..30
+    fp[40:45, 2] = 0.9
+    prm = {f: dict(BASE) for f in FAULTS}
+    plain = make_row("u", 3.0, fp, [1, 1, 1], prm)
+    assert plain["faults"]["noise"] == [[0.2, 0.4]] and plain["faults"]["distortion"] == [[0.4, 0.6]]
+    row = make_row("u", 3.0, fp, [1, 1, 1], prm, region_threshold=0.3)
+    assert row["faults"]["noise"] == [[0.2, 0.6]] and row["faults"]["distortion"] == [[0.2, 0.6]]
+    assert row["faults"]["pause"] == plain["faults"]["pause"] == [[0.8, 0.9]]
+    row = make_row("u", 3.0, fp, [1, 1, 1], prm, region_threshold=0.5)   # means 0.4 each: neither
+    assert row["faults"]["noise"] == [] and row["faults"]["distortion"] == []
+
+
+def _split_fault_set(n=8):
+    """Recordings whose noise (0.4-1.2 s) the model splits between noise and distortion; every
+    other one also has a real distortion (1.6-1.8 s) that the model finds."""
+    outputs, refs = {}, []
+    for i in range(n):
+        p = np.full((100, 3), 0.05, dtype=np.float32)
+        p[20:40, 0] = 0.7
+        p[40:60, 1] = 0.7
+        p[40:60, 0] = 0.3
+        dist = []
+        if i % 2:
+            p[80:90, 1] = 0.9
+            dist = [[1.6, 1.8]]
+        outputs[f"u{i}"] = {"frame_probs": p, "utt_probs": np.ones(3), "score": 3.0, "duration": 2.0}
+        refs.append({"utt_id": f"u{i}", "score": 3.0 + (i % 3),
+                     "faults": {"noise": [[0.4, 1.2]], "distortion": dist, "pause": []}})
+    return outputs, refs
+
+
+def test_tune_region_picks_a_threshold_that_mends_a_split_and_off_otherwise():
+    pytest.importorskip("pyutils.scoring.sqa")
+    outputs, refs = _split_fault_set()
+    prm = {f: dict(BASE) for f in FAULTS}
+    t, values = tune_region(outputs, refs, prm, grid=[0.2, 0.5, 0.8])
+    assert t == 0.5 and values[0.5] > values[0.0]       # noise (mean 0.5) takes the region, distortion (0.35) not
+    for o in outputs.values():                          # nothing split: the step cannot help, stays off
+        o["frame_probs"][40:60, :2] = 0.05
+    refs = [{**r, "faults": {**r["faults"], "noise": [[0.4, 0.8]]}} for r in refs]
+    assert tune_region(outputs, refs, prm, grid=[0.2, 0.5])[0] == 0.0
+
+
+def test_read_postproc(tmp_path):
+    prm = {f: dict(BASE) for f in FAULTS}
+    p = tmp_path / "postproc.json"
+    p.write_text('{"params": %s}' % __import__("json").dumps(prm))
+    assert read_postproc(str(p)) == (prm, 0.0)          # files written before the region step
+    p.write_text('{"params": %s, "region_threshold": 0.25}' % __import__("json").dumps(prm))
+    assert read_postproc(str(p))[1] == 0.25
+    for bad in ('"0.2"', "1.5", "true", "-0.1"):
+        p.write_text('{"params": %s, "region_threshold": %s}' % (__import__("json").dumps(prm), bad))
+        with pytest.raises(ValueError, match="postproc.json"):
+            read_postproc(str(p))

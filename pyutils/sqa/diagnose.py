@@ -60,7 +60,7 @@ def load_diagnoser(model_dir: str):
     from pyutils.sqa.features import extract
     from pyutils.sqa.infer import predict
     from pyutils.sqa.model import load_model
-    from pyutils.sqa.postproc import DEFAULT_PARAMS, make_row
+    from pyutils.sqa.postproc import DEFAULT_PARAMS, make_row, read_postproc
 
     model_path = os.path.join(model_dir, "model.pt")
     if not os.path.exists(model_path):
@@ -84,14 +84,9 @@ def load_diagnoser(model_dir: str):
             raise SystemExit(f"chorus-sqa: {model_path} expects {model.cfg.frames_dim}-dim Whisper frames, "
                              f"its embed config gives {embedder.frames_dim}")
     pp_path = os.path.join(model_dir, "postproc.json")
+    region = 0.0
     if os.path.exists(pp_path):
-        try:
-            with open(pp_path, encoding="utf-8") as f:
-                params = json.load(f)["params"]
-            if not isinstance(params, dict):
-                raise TypeError("'params' is not an object")
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{pp_path}: not a post-processing file from the SQA recipe ({e})")
+        params, region = read_postproc(pp_path)
     else:
         print(f"chorus-sqa: warning: no {pp_path}; using default post-processing", file=sys.stderr)
         params = {f: dict(DEFAULT_PARAMS) for f in FAULTS}
@@ -113,7 +108,8 @@ def load_diagnoser(model_dir: str):
             raise ValueError(f"{name}: no audio")
         dur = total / SAMPLE_RATE
         fp = np.concatenate(probs)
-        row = make_row(name, float(np.average(scores, weights=weights)), fp, np.max(utt, axis=0), params, dur)
+        row = make_row(name, float(np.average(scores, weights=weights)), fp, np.max(utt, axis=0), params, dur,
+                       region)
         row["duration"] = round(dur, 3)
         return row
 

@@ -13,7 +13,6 @@ parameters are given, ``OUTDIR/hyp.jsonl`` in ``chorus-score sqa`` format.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ import torch
 
 from pyutils.sqa.common import num_grid_frames, read_scp, write_jsonl
 from pyutils.sqa.model import ModelFileError, fit_length, frames_to_grid, load_model
-from pyutils.sqa.postproc import make_row
+from pyutils.sqa.postproc import make_row, read_postproc
 
 
 def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None,
@@ -121,9 +120,12 @@ def main(argv=None) -> int:
     save_outputs(os.path.join(args.outdir, "outputs.npz"), outputs)
     print(f"inferred {len(outputs)} utterances in {time.time() - t0:.1f} s", flush=True)
     if args.postproc:
-        with open(args.postproc, encoding="utf-8") as f:
-            params = json.load(f)["params"]
-        rows = [make_row(u, o["score"], o["frame_probs"], o["utt_probs"], params, o["duration"])
+        try:
+            params, region = read_postproc(args.postproc)
+        except (OSError, ValueError) as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 2
+        rows = [make_row(u, o["score"], o["frame_probs"], o["utt_probs"], params, o["duration"], region)
                 for u, o in sorted(outputs.items())]
         if args.all_ids:
             missing = sorted({u for u, _ in read_scp(args.all_ids)} - set(outputs))

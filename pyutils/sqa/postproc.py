@@ -9,11 +9,21 @@ Per fault, with parameters ``(median, threshold, merge_gap, min_dur, utt_thresho
 5. if the utterance-level presence probability is below ``utt_threshold``,
    drop all runs (``utt_threshold = 0`` disables this gate).
 
+Then, across noise and distortion (:data:`REGION_FAULTS`), with a region threshold
+``t > 0`` (``region_threshold`` in ``postproc.json``; 0 or absent: off):
+
+6. a *region* is a run of frames where noise or distortion survived steps 1-5;
+   each of the two gets the whole region iff its mean probability over the region
+   is >= ``t``, else none of it.  The class is decided once per region, from
+   probabilities pooled over it, not frame by frame (an unseen kind of fault is
+   split between the two classes frame by frame).
+
 A fault is reported present iff at least one interval survives, so a present
 fault always carries intervals. Each fault's F1 and IoU depend only on its own
 parameters, so :func:`tune` picks, per fault, the parameters maximising
 ``F1 + IoU`` as measured by :func:`pyutils.scoring.sqa.score_sqa` on dev
-(coordinate search over :data:`GRID`).
+(coordinate search over :data:`GRID`); :func:`tune_region` then picks ``t`` from
+:data:`REGION_GRID` (0 included) by noise + distortion F1 + IoU on dev.
 """
 
 from __future__ import annotations
@@ -39,6 +49,9 @@ GRID = {
     "min_dur": [0.0, 0.06, 0.12, 0.24, 0.4],
     "utt_threshold": [0.0, 0.3, 0.5, 0.7],
 }
+
+REGION_FAULTS = ("noise", "distortion")
+REGION_GRID = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
 
 
 def _runs(mask: np.ndarray):
@@ -69,13 +82,16 @@ def smooth_and_threshold(probs: np.ndarray, median: int, threshold: float, merge
     return mask
 
 
-def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float = 1.0,
-                              duration: float | None = None) -> List[List[float]]:
-    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5)."""
+def fault_mask(probs: np.ndarray, params: dict, utt_prob: float = 1.0) -> np.ndarray:
+    """One fault: (N,) probabilities -> boolean (N,) frame mask (steps 1-5)."""
     if params.get("utt_threshold", 0.0) > 0 and utt_prob < params["utt_threshold"]:
-        return []
-    mask = smooth_and_threshold(probs, int(params["median"]), float(params["threshold"]),
+        return np.zeros(len(probs), dtype=bool)
+    return smooth_and_threshold(probs, int(params["median"]), float(params["threshold"]),
                                 float(params["merge_gap"]), float(params["min_dur"]))
+
+
+def mask_to_intervals(mask: np.ndarray, duration: float | None = None) -> List[List[float]]:
+    """Frame mask -> ``[[start, end], ...]`` seconds, cut at ``duration``."""
     ivs = frames_to_intervals(mask)
     if duration is not None:
         ivs = [[s, round(min(e, duration), 3)] for s, e in ivs if s < duration]
@@ -83,13 +99,34 @@ def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float =
     return ivs
 
 
+def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float = 1.0,
+                              duration: float | None = None) -> List[List[float]]:
+    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5)."""
+    return mask_to_intervals(fault_mask(probs, params, utt_prob), duration)
+
+
+def decide_regions(masks: np.ndarray, probs: np.ndarray, threshold: float) -> np.ndarray:
+    """Step 6: (N, K) masks and probabilities of K classes -> (N, K) masks where each
+    region (run of frames with any class on) goes whole to every class whose mean
+    probability over it is >= ``threshold`` (``threshold <= 0``: masks unchanged)."""
+    masks = np.array(masks, dtype=bool)
+    if threshold <= 0 or not masks.any():
+        return masks
+    starts, ends = _runs(masks.any(axis=1))
+    for s, e in zip(starts, ends):
+        masks[s:e] = np.asarray(probs[s:e], dtype=np.float64).mean(axis=0) >= threshold - 1e-9
+    return masks
+
+
 def make_row(utt: str, score: float, frame_probs: np.ndarray, utt_probs: Sequence[float],
-             params: Dict[str, dict], duration: float | None = None) -> dict:
-    """Submission row ``{"utt_id", "score", "faults": {...}}`` from model outputs."""
-    faults = {}
-    for j, name in enumerate(FAULTS):
-        faults[name] = frames_to_fault_intervals(frame_probs[:, j], params[name],
-                                                 float(utt_probs[j]), duration)
+             params: Dict[str, dict], duration: float | None = None, region_threshold: float = 0.0) -> dict:
+    """Submission row ``{"utt_id", "score", "faults": {...}}`` from model outputs (steps 1-6)."""
+    masks = np.stack([fault_mask(frame_probs[:, j], params[name], float(utt_probs[j]))
+                      for j, name in enumerate(FAULTS)], axis=1)
+    if region_threshold > 0:
+        idx = [FAULTS.index(f) for f in REGION_FAULTS]
+        masks[:, idx] = decide_regions(masks[:, idx], frame_probs[:, idx], region_threshold)
+    faults = {name: mask_to_intervals(masks[:, j], duration) for j, name in enumerate(FAULTS)}
     score = float(np.clip(score, SCORE_MIN, SCORE_MAX))
     return {"utt_id": utt, "score": round(score, 4), "faults": faults}
 
@@ -107,9 +144,25 @@ def load_outputs(path: str) -> dict:
     return out
 
 
-def rows_from_outputs(outputs: dict, params: Dict[str, dict]) -> List[dict]:
-    return [make_row(u, o["score"], o["frame_probs"], o["utt_probs"], params, o["duration"])
+def rows_from_outputs(outputs: dict, params: Dict[str, dict], region_threshold: float = 0.0) -> List[dict]:
+    return [make_row(u, o["score"], o["frame_probs"], o["utt_probs"], params, o["duration"], region_threshold)
             for u, o in sorted(outputs.items())]
+
+
+def read_postproc(path: str) -> tuple:
+    """``postproc.json`` -> (params per fault, region threshold); ValueError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        params = data["params"]
+        if not isinstance(params, dict):
+            raise TypeError("'params' is not an object")
+        region = data.get("region_threshold", 0.0)
+        if isinstance(region, bool) or not isinstance(region, (int, float)) or not 0.0 <= region <= 1.0:
+            raise TypeError(f"'region_threshold' must be a number in [0, 1], got {region!r}")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a post-processing file from the SQA recipe ({e})")
+    return params, float(region)
 
 
 def fault_metrics(result: dict, fault: str) -> tuple:
@@ -154,6 +207,25 @@ def tune(outputs: dict, ref_rows: List[dict], grid: dict | None = None, passes: 
     return current, table
 
 
+def tune_region(outputs: dict, ref_rows: List[dict], params: Dict[str, dict],
+                grid: Sequence[float] | None = None) -> tuple:
+    """Step 6's threshold maximising noise + distortion F1 + IoU on dev, with ``params`` fixed;
+    off (0) unless a threshold does strictly better.  Returns (threshold, {threshold: value})."""
+    from pyutils.scoring.sqa import score_sqa
+
+    ref_ids = {r["utt_id"] for r in ref_rows}
+    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    values = {}
+    for t in sorted(set([0.0, *(grid if grid is not None else REGION_GRID)])):
+        res = score_sqa(ref_rows, rows_from_outputs(outputs, params, t))
+        values[t] = sum(sum(fault_metrics(res, f)) for f in REGION_FAULTS)
+    best = 0.0
+    for t, v in values.items():
+        if v > values[best] + 1e-9:
+            best = t
+    return best, values
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.postproc", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -163,6 +235,8 @@ def main(argv=None) -> int:
     t.add_argument("--ref", required=True, help="dev reference JSONL")
     t.add_argument("--out", required=True, help="postproc.json to write (saved with the model)")
     t.add_argument("--quick", action="store_true", help="a smaller grid (ci preset)")
+    t.add_argument("--no-region", action="store_true",
+                   help="leave step 6 (the per-region class decision) off instead of tuning it")
     args = p.parse_args(argv)
     from pyutils.sqa.common import read_jsonl
 
@@ -170,17 +244,23 @@ def main(argv=None) -> int:
     if args.quick:
         grid = {"median": [1, 5], "threshold": [0.2, 0.35, 0.5, 0.65], "merge_gap": [0.0, 0.1],
                 "min_dur": [0.0, 0.12], "utt_threshold": [0.0, 0.5]}
-    params, table = tune(load_outputs(args.outputs), read_jsonl(args.ref), grid)
-    best_rows = {f: next(r for r in table if r["fault"] == f and
-                         all(r[k] == v for k, v in params[f].items())) for f in FAULTS}
+    outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
+    params, table = tune(outputs, refs, grid)
+    region, region_values = (0.0, {}) if args.no_region else tune_region(outputs, refs, params)
+    from pyutils.scoring.sqa import score_sqa
+
+    res = score_sqa(refs, rows_from_outputs({u: o for u, o in outputs.items()
+                                             if u in {r["utt_id"] for r in refs}}, params, region))
+    dev = {f: dict(zip(("f1", "iou"), fault_metrics(res, f))) for f in FAULTS}
     for f in FAULTS:
-        r = best_rows[f]
-        print(f"{f}: F1 {r['f1']:.4f} IoU {r['iou']:.4f} with {params[f]}", flush=True)
+        print(f"{f}: F1 {dev[f]['f1']:.4f} IoU {dev[f]['iou']:.4f} with {params[f]}", flush=True)
+    if region_values:
+        print("region: threshold " + (f"{region}" if region > 0 else "off") + " (dev noise + distortion F1 + IoU: "
+              + ", ".join(f"{t}: {v:.4f}" for t, v in region_values.items()) + ")", flush=True)
     tmp = args.out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"params": params, "dev": {f: {"f1": best_rows[f]["f1"], "iou": best_rows[f]["iou"]}
-                                             for f in FAULTS},
-                   "scorer_calls": len(table) // len(FAULTS)}, fh, indent=2)
+        json.dump({"params": params, "region_threshold": region, "dev": dev,
+                   "scorer_calls": len(table) // len(FAULTS) + len(region_values)}, fh, indent=2)
     os.replace(tmp, args.out)
     return 0
 

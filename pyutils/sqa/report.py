@@ -138,6 +138,10 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                          f"{prm['merge_gap']} s, min duration {prm['min_dur']} s, utterance gate "
                          f"{prm['utt_threshold']} (dev F1 {dv.get('f1', float('nan')):.4f}, "
                          f"IoU {dv.get('iou', float('nan')):.4f})")
+        region = float(pp.get("region_threshold", 0.0) or 0.0)
+        lines.append("- noise / distortion class per detected region (mean probability over the region >= "
+                     f"{region}; `pyutils/sqa/postproc.py` step 6)" if region > 0 else
+                     "- noise / distortion class per detected region: off (no threshold did better on dev)")
         lines.append("")
     lines += stage_times_markdown(stage_times)
     return "\n".join(lines) + "\n"
