@@ -53,6 +53,9 @@ train_config=conf/train_${preset}.yaml   # training hyper-parameters
 tag=${preset}           # model dir is exp/sqa_<tag>
 score_column="Overall quality"   # QualiSpeech column used as the reference score
 prep_opts=""            # extra options for `chorus-prep qualispeech` (real data), e.g. "--untimed-fault drop"
+region_tune=after       # stage 5: noise/distortion class per detected region, its threshold tuned on dev
+                        # after the per-fault parameters (after), with them re-tuned under it (joint: better on
+                        # unseen fault families, slightly worse in-distribution, RESULTS.md), or off
 run_baselines=true      # stage 4 on/off
 num_plots=4             # recordings plotted in stage 7
 submission_dir=submission   # stage 8 output dir
@@ -71,6 +74,10 @@ if [ $# -ne 0 ]; then
   echo "$0: unexpected arguments: $*" >&2
   exit 2
 fi
+case "${region_tune}" in
+  after|joint|off) ;;
+  *) echo "$0: unknown --region_tune '${region_tune}' (use after, joint or off)" >&2; exit 2 ;;
+esac
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
 
 # the mini corpus has test_real only where pocketsphinx-testdata is installed
@@ -255,9 +262,10 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
       python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${dev_set}" \
         --outdir "${model_dir}/infer_${dev_set}"
     ${decode_cmd} "${model_dir}/log/tune_postproc.log" \
-      python -m pyutils.sqa.postproc tune ${_quick} --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
+      python -m pyutils.sqa.postproc tune ${_quick} --region "${region_tune}" \
+        --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
         --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
-    grep -E '^(noise|distortion|pause):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
+    grep -E '^(noise|distortion|pause|region):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
   fi
   stage_timer "5 train+tune"
 fi

@@ -982,7 +982,8 @@ RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
                  "/nonexistent")],
     "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
              ("pairs-missing", ["--pairs", "/nonexistent/pairs.tsv"], "/nonexistent/pairs.tsv")],
-    "sqa": [("qualispeech-missing", ["--qualispeech", "/nonexistent/qs"], "/nonexistent/qs")],
+    "sqa": [("qualispeech-missing", ["--qualispeech", "/nonexistent/qs"], "/nonexistent/qs"),
+            ("region-tune-bogus", ["--region_tune", "both"], "--region_tune")],
 }
 for _recipe, _opts in RECIPE_OPTS.items():
     for _name, _args, _text in _opts:
