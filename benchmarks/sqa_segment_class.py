@@ -170,6 +170,25 @@ def family_intervals_as_noise(clf, cues: dict, corpus: str, family: str) -> tupl
     return float(np.mean(calls)) if calls else float("nan"), len(calls)
 
 
+def step6_table(sets: dict, grid: dict) -> str:
+    """The recipe's tuning on the first set (dev) with step 6 off / ``after`` / ``joint`` and the
+    Final of every other set under each: markdown rows."""
+    from pyutils.scoring.sqa import score_sqa
+    from pyutils.sqa.postproc import rows_from_outputs, tune, tune_joint, tune_region
+
+    (dev_refs, dev_outs), out = next(iter(sets.values())), []
+    p0, _ = tune(dev_outs, dev_refs, grid)
+    t1, _ = tune_region(dev_outs, dev_refs, p0)
+    pj, tj, _ = tune_joint(dev_outs, dev_refs, grid)
+    for name, (refs, outs) in list(sets.items())[1:]:
+        res = [score_sqa(refs, rows_from_outputs(outs, p, t)) for p, t in ((p0, 0.0), (p0, t1), (pj, tj))]
+        out.append(f"| {name} | {len(refs)} | {res[0]['Final']:.4f} | {res[1]['Final']:.4f} ({t1 or 'off'}) | "
+                   f"{res[2]['Final']:.4f} ({tj or 'off'}) | {res[1]['F1_macro']:.3f} / {res[1]['IoU_macro']:.3f} | "
+                   f"{res[2]['F1_macro']:.3f} / {res[2]['IoU_macro']:.3f} | {res[0]['PCC']:.3f} |")
+    return ("| test | n | Final step 6 off | after (t) | joint (t) | F1 / IoU after | F1 / IoU joint | PCC |\n"
+            "|---|---|---|---|---|---|---|---|\n" + "\n".join(out) + "\n")
+
+
 def main(argv=None) -> int:
     from pyutils.scoring.sqa import score_sqa
 
@@ -181,6 +200,9 @@ def main(argv=None) -> int:
     p.add_argument("--corpus", help="the corpus dir (faults/train.jsonl) for the cue classifier")
     p.add_argument("--exclude", default="", help="family the model never saw (left out of the classifier)")
     p.add_argument("--out", help="markdown table to write")
+    p.add_argument("--step6", choices=("quick", "full"),
+                   help="instead: re-tune the post-processing on dev (the --quick grid, as the generalisation "
+                        "benchmark does, or the recipe's full grid) with step 6 off / after / joint and score")
     a = p.parse_args(argv)
     with open(os.path.join(a.model_dir, "postproc.json"), encoding="utf-8") as f:
         params = json.load(f)["params"]
@@ -191,6 +213,16 @@ def main(argv=None) -> int:
         ids = {r["utt_id"] for r in refs}
         outs = load_outputs(os.path.join(a.model_dir, f"infer_{name}", "outputs.npz"))
         sets[name] = (refs, {u: o for u, o in outs.items() if u in ids})
+    if a.step6:
+        from pyutils.sqa.postproc import GRID, QUICK_GRID
+
+        text = step6_table(sets, QUICK_GRID if a.step6 == "quick" else GRID)
+        print(text)
+        if a.out:
+            with open(a.out + ".tmp", "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(a.out + ".tmp", a.out)
+        return 0
     variants = [("off", 0.0)] + [("seg_threshold", t) for t in (0.4, 0.45, 0.5, 0.6)] \
         + [("region", r, ab) for r in (0.5, 0.7, 1.0) for ab in (False, True)] \
         + [("union", t) for t in UNION_GRID]

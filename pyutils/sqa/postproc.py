@@ -50,6 +50,8 @@ GRID = {
     "utt_threshold": [0.0, 0.3, 0.5, 0.7],
 }
 
+QUICK_GRID = {"median": [1, 5], "threshold": [0.2, 0.35, 0.5, 0.65], "merge_gap": [0.0, 0.1],
+              "min_dur": [0.0, 0.12], "utt_threshold": [0.0, 0.5]}   # the ci preset's and the benchmarks'
 REGION_FAULTS = ("noise", "distortion")
 REGION_GRID = [0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
 
@@ -264,10 +266,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from pyutils.sqa.common import read_jsonl
 
-    grid = GRID
-    if args.quick:
-        grid = {"median": [1, 5], "threshold": [0.2, 0.35, 0.5, 0.65], "merge_gap": [0.0, 0.1],
-                "min_dur": [0.0, 0.12], "utt_threshold": [0.0, 0.5]}
+    grid = QUICK_GRID if args.quick else GRID
     outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
     params, table = tune(outputs, refs, grid)
     region, region_values = 0.0, {}
