@@ -190,3 +190,39 @@ def test_recipe_dump_handles_the_bad_input_list(tmp_path):
         assert np.isfinite(feats[utt]).all(), utt
     durs = dict(line.split() for line in (out / "utt2dur.1").read_text().splitlines())
     assert float(durs["tel8k"]) == pytest.approx(2.0, abs=0.01)
+
+
+def test_infer_and_chorus_sqa_apply_the_region_threshold_of_postproc_json(tmp_path):
+    """Step 6 (postproc.json region_threshold) reaches both the recipe's hyp and chorus-sqa."""
+    pytest.importorskip("kaldiio")
+    from pyutils.sqa.diagnose import load_diagnoser
+    from pyutils.sqa.features import dump
+    from pyutils.sqa.infer import main as infer_main
+    from pyutils.sqa.postproc import load_outputs, make_row
+
+    audio = _audio_dir(tmp_path)
+    scp = tmp_path / "wav.scp"
+    scp.write_text(f"a {audio / 'good.wav'}\n")
+    out = tmp_path / "dump"
+    dump(str(scp), str(out), "1")
+    (out / "feats.scp").write_text((out / "feats.1.scp").read_text())
+    (out / "utt2dur").write_text((out / "utt2dur.1").read_text())
+    model = _model_dir(tmp_path, 0.5)
+    inf = tmp_path / "inf"
+    assert infer_main(["--model-dir", str(model), "--data-dir", str(out), "--outdir", str(inf)]) == 0
+    o = load_outputs(str(inf / "outputs.npz"))["a"]
+    pp = json.loads((model / "postproc.json").read_text())
+    # a frame threshold that cuts the untrained model's probabilities into pieces, and a region
+    # threshold the noise and distortion means pass: step 6 must change the rows
+    thr = float(np.median(o["frame_probs"][:, :2]))
+    pp["params"] = {f: {**pp["params"][f], "threshold": thr} for f in FAULTS}
+    region = float(o["frame_probs"][:, :2].mean(0).min()) * 0.5
+    plain = make_row("a", o["score"], o["frame_probs"], o["utt_probs"], pp["params"], o["duration"])
+    want = make_row("a", o["score"], o["frame_probs"], o["utt_probs"], pp["params"], o["duration"], region)
+    assert want["faults"] != plain["faults"]
+    (model / "postproc.json").write_text(json.dumps({**pp, "region_threshold": region}))
+    assert infer_main(["--model-dir", str(model), "--data-dir", str(out), "--outdir", str(inf),
+                       "--postproc", str(model / "postproc.json")]) == 0
+    assert json.loads((inf / "hyp.jsonl").read_text())["faults"] == want["faults"]
+    row = load_diagnoser(str(model))(sf.read(audio / "good.wav")[0], "good.wav")
+    assert row["faults"] == want["faults"]
