@@ -179,7 +179,7 @@ def step6_table(sets: dict, grid: dict) -> str:
     (dev_refs, dev_outs), out = next(iter(sets.values())), []
     p0, _ = tune(dev_outs, dev_refs, grid)
     t1, _ = tune_region(dev_outs, dev_refs, p0)
-    pj, tj, _ = tune_joint(dev_outs, dev_refs, grid)
+    pj, tj, _, _ = tune_joint(dev_outs, dev_refs, grid)
     for name, (refs, outs) in list(sets.items())[1:]:
         res = [score_sqa(refs, rows_from_outputs(outs, p, t)) for p, t in ((p0, 0.0), (p0, t1), (pj, tj))]
         out.append(f"| {name} | {len(refs)} | {res[0]['Final']:.4f} | {res[1]['Final']:.4f} ({t1 or 'off'}) | "

@@ -84,3 +84,24 @@ def test_off_reproduces_the_recipe_post_processing():
                             "duration": 2.37}
     params = {f: {**BASE, "median": 5, "merge_gap": 0.1, "min_dur": 0.06, "utt_threshold": 0.5} for f in FAULTS}
     assert rows(outputs, params, ("off", 0.0)) == rows_from_outputs(outputs, params)
+
+
+def test_step6_table_scores_off_after_and_joint():
+    from sqa_segment_class import step6_table
+
+    outputs, refs = {}, []
+    for i in range(6):                 # noise split frame by frame between noise and distortion,
+        p = np.full((100, 3), 0.05, dtype=np.float32)     # a real distortion in every other one
+        p[20:40, 0], p[40:60, 1], p[40:60, 0] = 0.7, 0.7, 0.2
+        dist = []
+        if i % 2:
+            p[80:90, 1], dist = 0.9, [[1.6, 1.8]]
+        outputs[f"u{i}"] = {"frame_probs": p, "utt_probs": np.ones(3), "score": 3.0 + (i % 3) * 0.1,
+                            "duration": 2.0}
+        refs.append({"utt_id": f"u{i}", "score": 3.0 + i % 3,
+                     "faults": {"noise": [[0.4, 1.2]], "distortion": dist, "pause": []}})
+    grid = {"median": [1], "threshold": [0.25], "merge_gap": [0.0], "min_dur": [0.0], "utt_threshold": [0.0]}
+    text = step6_table({"dev": (refs, outputs), "test": (refs, outputs)}, grid)
+    row = [ln for ln in text.splitlines() if ln.startswith("| test | 6 |")][0].split("|")
+    off, after = float(row[3]), float(row[4].split()[0])
+    assert after > off and "(off)" not in row[4]

@@ -233,21 +233,22 @@ def tune_joint(outputs: dict, ref_rows: List[dict], grid: dict | None = None,
                region_grid: Sequence[float] | None = None) -> tuple:
     """Steps 1-5 re-tuned under each step-6 threshold (0 = off included); the threshold whose
     tuned parameters give the best dev noise + distortion F1 + IoU (off unless strictly better).
-    Returns (params, threshold, {threshold: value}); ~8x the scorer calls of :func:`tune`."""
+    Returns (params, threshold, {threshold: value}, scorer calls); ~8x the calls of :func:`tune`."""
     from pyutils.scoring.sqa import score_sqa
 
     ref_ids = {r["utt_id"] for r in ref_rows}
     outputs = {u: o for u, o in outputs.items() if u in ref_ids}
-    values, tuned = {}, {}
+    values, tuned, calls = {}, {}, 0
     for t in sorted(set([0.0, *(region_grid if region_grid is not None else REGION_GRID)])):
-        tuned[t], _ = tune(outputs, ref_rows, grid, region_threshold=t)
+        tuned[t], table = tune(outputs, ref_rows, grid, region_threshold=t)
         res = score_sqa(ref_rows, rows_from_outputs(outputs, tuned[t], t))
         values[t] = sum(sum(fault_metrics(res, f)) for f in REGION_FAULTS)
+        calls += len(table) // len(FAULTS) + 1
     best = 0.0
     for t, v in values.items():
         if v > values[best] + 1e-9:
             best = t
-    return tuned[best], best, values
+    return tuned[best], best, values, calls
 
 
 def main(argv=None) -> int:
@@ -268,12 +269,15 @@ def main(argv=None) -> int:
 
     grid = QUICK_GRID if args.quick else GRID
     outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
-    params, table = tune(outputs, refs, grid)
     region, region_values = 0.0, {}
-    if args.region == "after":
-        region, region_values = tune_region(outputs, refs, params)
-    elif args.region == "joint":
-        params, region, region_values = tune_joint(outputs, refs, grid)
+    if args.region == "joint":
+        params, region, region_values, calls = tune_joint(outputs, refs, grid)
+    else:
+        params, table = tune(outputs, refs, grid)
+        calls = len(table) // len(FAULTS)
+        if args.region == "after":
+            region, region_values = tune_region(outputs, refs, params)
+            calls += len(region_values)
     from pyutils.scoring.sqa import score_sqa
 
     res = score_sqa(refs, rows_from_outputs({u: o for u, o in outputs.items()
@@ -286,9 +290,7 @@ def main(argv=None) -> int:
               + ", ".join(f"{t}: {v:.4f}" for t, v in region_values.items()) + ")", flush=True)
     tmp = args.out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"params": params, "region_threshold": region, "dev": dev,
-                   "scorer_calls": len(table) // len(FAULTS) * (len(region_values) if args.region == "joint" else 1)
-                   + len(region_values)}, fh, indent=2)
+        json.dump({"params": params, "region_threshold": region, "dev": dev, "scorer_calls": calls}, fh, indent=2)
     os.replace(tmp, args.out)
     return 0
 
