@@ -71,7 +71,7 @@ gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = 
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
 world_lifter=80         # WORLD synthesis from a log-mel envelope: cepstral coefficients kept when smoothing it
 world_voicing=          # WORLD synthesis: a frame is voiced where the predicted voiced flag exceeds this (0..1;
-                        # default 0.15 for zh, 0.5 otherwise: chosen on dev, README "A source-filter vocoder")
+                        # default 0.3 for zh, 0.5 otherwise: chosen on dev, README "A source-filter vocoder")
 gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
                         # 0 = off, 1 = each band's variance over the utterance set to the training GV
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
@@ -109,7 +109,7 @@ case "${preset}" in
   large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
-if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.15; fi
+if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
 [[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
   || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
 [[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
