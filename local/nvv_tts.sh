@@ -145,7 +145,7 @@ fi
 _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
 . utils/stage_timer.sh "${tts_exp}/log/stage_times.tsv"   # wall/CPU seconds per stage
-timed() {  # timed N NAME: the row of stage N, if this run covers it
+stage_end() {  # stage_end N NAME: the time row of stage N, if this run covers it
   if [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ]; then stage_timer "$1 $2"; fi
 }
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
@@ -212,7 +212,7 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
     touch "${corpus_dir}/.done"
   fi
 fi
-timed 0 "corpus"
+stage_end 0 "corpus"
 
 # ---------------------------------------------------------------- stage 1
 if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ] && ! chain_done "${data_dir}/${train_set}/.tts_data.done" \
@@ -240,7 +240,7 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ] && ! chain_done "${data_dir
   done
   chain_mark "${data_dir}/${train_set}/.tts_data.done" $(for s in ${_all_sets}; do echo "--dir ${data_dir}/${s}"; done)
 fi
-timed 1 "data prep"
+stage_end 1 "data prep"
 
 # ---------------------------------------------------------------- stage 2
 if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
@@ -310,7 +310,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
                                         [ ! -d "${dump_dir}/raw/${s}/wav" ] || echo "--dir ${dump_dir}/raw/${s}/wav")
   done
 fi
-timed 2 "format/dump"
+stage_end 2 "format/dump"
 
 # ---------------------------------------------------------------- stage 3
 if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && ! chain_done "${token_list_dir}/.tts_tokens.done" \
@@ -353,7 +353,7 @@ _model_opts() {
   ${use_spk_embed} && o+=" --tts_conf ${k}spk_embed_dim=${spk_embed_dim}"
   echo "${o}"
 }
-timed 3 "tokens + alignment"
+stage_end 3 "tokens + alignment"
 
 # ---------------------------------------------------------------- stage 4
 if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && ! chain_done "${tts_stats_dir}/.tts_stats.done" \
@@ -381,7 +381,7 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && ! chain_done "${tts_stat
   log "stage 4: ${_ntrain} train / ${_nvalid} valid utterances"
   chain_mark "${tts_stats_dir}/.tts_stats.done" --dir "${tts_stats_dir}/train" --dir "${tts_stats_dir}/valid"
 fi
-timed 4 "stats"
+stage_end 4 "stats"
 
 # ---------------------------------------------------------------- stage 5
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
@@ -423,7 +423,7 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
   chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml" \
     $(! ${_world} || echo "${tts_exp}/world.src.yaml ${tts_exp}/train_config.src.yaml")
 fi
-timed 5 "train"
+stage_end 5 "train"
 
 # ---------------------------------------------------------------- stage 6
 _synth_sets="${test_sets}"
@@ -524,7 +524,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     chain_mark "${_dir}/.done" --dir "${_dir}"
   done
 fi
-timed 6 "synthesis"
+stage_end 6 "synthesis"
 
 # ---------------------------------------------------------------- stage 7
 if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}/.eval.done" \
@@ -593,7 +593,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}
   grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
   chain_mark "${tts_exp}/.eval.done" "${tts_exp}/RESULTS.md" $(for s in ${test_sets}; do echo "--dir ${tts_exp}/eval_${s}"; done)
 fi
-timed 7 "evaluation"
+stage_end 7 "evaluation"
 
 # ---------------------------------------------------------------- stage 8
 if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
@@ -606,6 +606,6 @@ if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
     log "stage 8: ${s}: $(find "${_out}" -name '*.wav' | wc -l) files valid in ${_out}"
   done
 fi
-timed 8 "submission"
+stage_end 8 "submission"
 
 log "Successfully finished. [elapsed=${SECONDS}s; per stage: ${tts_exp}/log/stage_times.tsv]"
