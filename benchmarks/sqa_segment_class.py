@@ -43,7 +43,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from pyutils.sqa.common import FAULTS, frames_to_intervals, read_jsonl  # noqa: E402
+from pyutils.sqa.common import FAULTS, frames_to_intervals, read_jsonl, write_text_atomic  # noqa: E402
 from pyutils.sqa.postproc import decide_regions, fault_mask, load_outputs  # noqa: E402
 
 CLASSES = ("noise", "distortion")   # the two classes an unseen family is split between
@@ -219,9 +219,7 @@ def main(argv=None) -> int:
         text = step6_table(sets, QUICK_GRID if a.step6 == "quick" else GRID)
         print(text)
         if a.out:
-            with open(a.out + ".tmp", "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(a.out + ".tmp", a.out)
+            write_text_atomic(a.out, text)
         return 0
     variants = [("off", 0.0)] + [("seg_threshold", t) for t in (0.4, 0.45, 0.5, 0.6)] \
         + [("region", r, ab) for r in (0.5, 0.7, 1.0) for ab in (False, True)] \
@@ -252,9 +250,7 @@ def main(argv=None) -> int:
     text = "\n".join(md) + "\n"
     print(text)
     if a.out:
-        with open(a.out + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(a.out + ".tmp", a.out)
+        write_text_atomic(a.out, text)
     return 0
 
 

@@ -38,7 +38,6 @@ stage_timer() {  # $1: stage label ("<n> <name>"); appends its row and logs it
   wall=$((SECONDS - _st_wall))
   cpu=$(awk -v a="${c}" -v b="${_st_cpu}" -v t="${_st_tck}" 'BEGIN {printf "%.0f", (a - b) / t}')
   load=$(cut -d' ' -f1-3 /proc/loadavg)
-  mkdir -p "$(dirname "${_st_file}")"
   printf '%s\t%s\t%s\t%s\n' "$1" "${wall}" "${cpu}" "${load}" >> "${_st_file}"
   echo "$(date '+%Y-%m-%dT%H:%M:%S') timing: stage $1: wall ${wall} s, CPU ${cpu} s, load ${load}"
   _st_wall=${SECONDS}; _st_cpu=${c}

@@ -210,23 +210,37 @@ def tune(outputs: dict, ref_rows: List[dict], grid: dict | None = None, passes: 
     return current, table
 
 
-def tune_region(outputs: dict, ref_rows: List[dict], params: Dict[str, dict],
-                grid: Sequence[float] | None = None) -> tuple:
-    """Step 6's threshold maximising noise + distortion F1 + IoU on dev, with ``params`` fixed;
-    off (0) unless a threshold does strictly better.  Returns (threshold, {threshold: value})."""
+def _region_setup(outputs: dict, ref_rows: List[dict], grid: Sequence[float] | None) -> tuple:
+    """The dev outputs that have a reference, and the step-6 thresholds to try (0 = off first)."""
+    ref_ids = {r["utt_id"] for r in ref_rows}
+    thresholds = sorted(set([0.0, *(grid if grid is not None else REGION_GRID)]))
+    return {u: o for u, o in outputs.items() if u in ref_ids}, thresholds
+
+
+def _region_value(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], threshold: float) -> float:
+    """Noise + distortion F1 + IoU on dev under step-6 ``threshold``."""
     from pyutils.scoring.sqa import score_sqa
 
-    ref_ids = {r["utt_id"] for r in ref_rows}
-    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
-    values = {}
-    for t in sorted(set([0.0, *(grid if grid is not None else REGION_GRID)])):
-        res = score_sqa(ref_rows, rows_from_outputs(outputs, params, t))
-        values[t] = sum(sum(fault_metrics(res, f)) for f in REGION_FAULTS)
+    res = score_sqa(ref_rows, rows_from_outputs(outputs, params, threshold))
+    return sum(sum(fault_metrics(res, f)) for f in REGION_FAULTS)
+
+
+def _best_region(values: Dict[float, float]) -> float:
+    """The threshold of the best value; off (0) unless one does strictly better."""
     best = 0.0
     for t, v in values.items():
         if v > values[best] + 1e-9:
             best = t
-    return best, values
+    return best
+
+
+def tune_region(outputs: dict, ref_rows: List[dict], params: Dict[str, dict],
+                grid: Sequence[float] | None = None) -> tuple:
+    """Step 6's threshold maximising noise + distortion F1 + IoU on dev, with ``params`` fixed;
+    off (0) unless a threshold does strictly better.  Returns (threshold, {threshold: value})."""
+    outputs, thresholds = _region_setup(outputs, ref_rows, grid)
+    values = {t: _region_value(outputs, ref_rows, params, t) for t in thresholds}
+    return _best_region(values), values
 
 
 def tune_joint(outputs: dict, ref_rows: List[dict], grid: dict | None = None,
@@ -234,20 +248,13 @@ def tune_joint(outputs: dict, ref_rows: List[dict], grid: dict | None = None,
     """Steps 1-5 re-tuned under each step-6 threshold (0 = off included); the threshold whose
     tuned parameters give the best dev noise + distortion F1 + IoU (off unless strictly better).
     Returns (params, threshold, {threshold: value}, scorer calls); ~8x the calls of :func:`tune`."""
-    from pyutils.scoring.sqa import score_sqa
-
-    ref_ids = {r["utt_id"] for r in ref_rows}
-    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    outputs, thresholds = _region_setup(outputs, ref_rows, region_grid)
     values, tuned, calls = {}, {}, 0
-    for t in sorted(set([0.0, *(region_grid if region_grid is not None else REGION_GRID)])):
+    for t in thresholds:
         tuned[t], table = tune(outputs, ref_rows, grid, region_threshold=t)
-        res = score_sqa(ref_rows, rows_from_outputs(outputs, tuned[t], t))
-        values[t] = sum(sum(fault_metrics(res, f)) for f in REGION_FAULTS)
+        values[t] = _region_value(outputs, ref_rows, tuned[t], t)
         calls += len(table) // len(FAULTS) + 1
-    best = 0.0
-    for t, v in values.items():
-        if v > values[best] + 1e-9:
-            best = t
+    best = _best_region(values)
     return tuned[best], best, values, calls
 
 

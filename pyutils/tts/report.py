@@ -198,7 +198,6 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
             out += [f"Note: {m.get('asr_note', 'no ASR')}. Train `egs/nvv_asr_{lang}` (`./run.sh` there) or pass "
                     "`--asr_exp`, then rerun `./run.sh --stage 7`.", ""]
         if m.get("plot"):
-            rel = os.path.relpath(os.path.join(edir, m["plot"]), os.path.dirname(os.path.abspath(exp)) if False else exp)
             out += [f"Spectrograms with the requested tag spans: `{os.path.join(edir, m['plot'])}`"
                     f" (per utterance: `{os.path.join(edir, 'per_utt.tsv')}`)", ""]
     out += stage_times_markdown(stage_times, "## Time per stage (this run, up to the synthesis)")
