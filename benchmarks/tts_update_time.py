@@ -13,7 +13,11 @@ A HiFiGAN vocoder (small generator, ESPnet's default discriminators, 1 s segment
 trained in the same budget. Prints s/update per model and the ratio VITS / FastSpeech (and the load average,
 since the machine may be shared). The FastSpeech default is also timed with the 3-layer postnet and the
 dropout it had before (``fastspeech_postnet``), and ESPnet's log-mel of the batch's waveforms, which every
-update computes, at n_fft 512 (the config) and 1024 (before).
+update computes, at n_fft 512 (the config) and 1024 (before). The WORLD-feature default
+(``train_fastspeech_world_mini.yaml``) is timed at reduction factor 4 and 2, in float32 and
+with the bfloat16 autocast of ``pyutils.tts.train`` (``--only world_r4_float32,world_r4_bfloat16,world_r2_float32,world_r2_bfloat16``),
+with the speed-up ratio: what the recipe's ``--train_precision auto`` buys on a CPU with
+native bfloat16 units (AMX / AVX512-BF16), and costs on one without.
 """
 
 import argparse
@@ -45,14 +49,18 @@ def tacotron2_step(conf, B, L, T, vocab):
     return step, sum(p.numel() for p in model.parameters())
 
 
-def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None):
+def fastspeech_step(conf, B, L, T, vocab, reduction_factor=None, precision="float32"):
     from espnet2.tts.fastspeech import FastSpeech
 
-    n_mels, hop = conf["feats_extract_conf"]["n_mels"], conf["feats_extract_conf"]["hop_length"]
+    from pyutils.tts.train import autocast_forward
+
+    n_mels, hop = conf.get("odim") or conf["feats_extract_conf"]["n_mels"], conf["feats_extract_conf"]["hop_length"]
     tts_conf = dict(conf["tts_conf"])
     if reduction_factor:
         tts_conf["reduction_factor"] = reduction_factor
     model = FastSpeech(idim=vocab, odim=n_mels, **tts_conf)
+    if precision == "bfloat16":
+        autocast_forward(model)   # what `pyutils.tts.train --precision bfloat16` does
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     r = model.reduction_factor
     frames = int(T * 16000 / hop)
@@ -160,6 +168,12 @@ def vits_step(conf, B, L, T, vocab):
     return step, sum(p.numel() for p in model.parameters())
 
 
+def native_bf16():
+    from pyutils.tts.train import native_bf16 as probe
+
+    return probe()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=3)
@@ -177,6 +191,13 @@ def main():
     for name, cfg, builder in (("fastspeech_mini", "train_fastspeech_mini.yaml", fastspeech_step),
                                ("fastspeech_r1", "train_fastspeech_mini.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=1)),
+                               ("world_r4_float32", "train_fastspeech_world_mini.yaml", fastspeech_step),
+                               ("world_r4_bfloat16", "train_fastspeech_world_mini.yaml",
+                                functools.partial(fastspeech_step, precision="bfloat16")),
+                               ("world_r2_float32", "train_fastspeech_world_mini.yaml",
+                                functools.partial(fastspeech_step, reduction_factor=2)),
+                               ("world_r2_bfloat16", "train_fastspeech_world_mini.yaml",
+                                functools.partial(fastspeech_step, reduction_factor=2, precision="bfloat16")),
                                ("fastspeech_postnet", "train_fastspeech_mini.yaml", fastspeech_postnet_step),
                                ("logmel_nfft512", "train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=512)),
                                ("logmel_nfft1024", "train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=1024)),
@@ -197,6 +218,11 @@ def main():
         cpu = (time.process_time() - c0) / a.steps   # CPU seconds: what a shared machine does not distort
         print(f"{name:18s} {n_params / 1e6:6.2f} M params  {results[name]:7.2f} s/update ({cpu:.3f} CPU-s) "
               f"(batch {a.batch}, {a.tokens} tokens, {a.seconds} s audio, {torch.get_num_threads()} threads)")
+    for r in ("r4", "r2"):
+        f32, b16 = results.get(f"world_{r}_float32"), results.get(f"world_{r}_bfloat16")
+        if f32 and b16:
+            print(f"ratio world_{r} float32 / bfloat16: {f32 / b16:.2f}x "
+                  f"(native bfloat16 units: {native_bf16()})")
     if "vits_mini" in results and "fastspeech_mini" in results:
         print(f"ratio vits_mini / fastspeech_mini: {results['vits_mini'] / results['fastspeech_mini']:.1f}x")
     print(f"load average {os.getloadavg()[0]:.1f}")

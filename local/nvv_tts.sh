@@ -52,6 +52,7 @@ test_sets=              # space-separated test data dir names (default: test_<la
 valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default per preset)
 test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default per preset)
 train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
+train_precision=auto    # auto|float32|bfloat16: auto = bfloat16 autocast on a CPU with native bf16 units (pyutils/tts/train.py)
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
 tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
@@ -112,6 +113,9 @@ esac
 if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
 [[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
   || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
+case "${train_precision}" in auto|float32|bfloat16) ;;
+  *) echo "$0: --train_precision '${train_precision}' must be auto, float32 or bfloat16" >&2; exit 2 ;;
+esac
 [[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
   || { echo "$0: --gv_strength '${gv_strength}' must be a number in [0, 1.5] (0 = off)" >&2; exit 2; }
 . utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
@@ -387,7 +391,7 @@ stage_end 4 "stats"
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
-     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")"; then
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} ${train_precision} $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed
@@ -411,8 +415,8 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
   # shellcheck disable=SC2046,SC2086
   OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
   ${_cmd} --gpu "${ngpu}" --num-threads "${train_threads}" "${tts_exp}/log/train.log" \
-    ${python} -m espnet2.bin.${tts_task}_train --use_preprocessor true --ngpu "${ngpu}" \
-      --config "${tts_config}" $(_model_opts) \
+    ${python} -m pyutils.tts.train --precision "${train_precision}" --task "${tts_task}" -- \
+      --use_preprocessor true --ngpu "${ngpu}" --config "${tts_config}" $(_model_opts) \
       $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
       --train_shape_file "${tts_stats_dir}/train/text_shape" \
       --train_shape_file "${tts_stats_dir}/train/speech_shape" \
