@@ -52,7 +52,7 @@ test_sets=              # space-separated test data dir names (default: test_<la
 valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default per preset)
 test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default per preset)
 train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
-train_precision=auto    # auto|float32|bfloat16: auto = bfloat16 autocast on a CPU with native bf16 units (pyutils/tts/train.py)
+train_precision=float32 # float32|bfloat16|auto (= bfloat16 autocast on a CPU with native bf16 units; pyutils/tts/train.py, README)
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
 tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
