@@ -55,6 +55,7 @@ train_threads=1         # torch threads of the training job (>1 only on an idle 
 train_precision=float32 # float32|bfloat16|auto (= bfloat16 autocast on a CPU with native bf16 units; pyutils/tts/train.py, README)
 skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
+align_min_steps=false   # duration models: at least one decoder step per phone/tag part (pyutils/tts/align.py --min-steps; README)
 tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
 tts_config=             # training config (default per preset, see below)
@@ -113,6 +114,9 @@ esac
 if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
 [[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
   || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
+case "${align_min_steps}" in true|false) ;;
+  *) echo "$0: --align_min_steps '${align_min_steps}' must be true or false" >&2; exit 2 ;;
+esac
 case "${train_precision}" in auto|float32|bfloat16) ;;
   *) echo "$0: --train_precision '${train_precision}' must be auto, float32 or bfloat16" >&2; exit 2 ;;
 esac
@@ -318,7 +322,7 @@ stage_end 2 "format/dump"
 
 # ---------------------------------------------------------------- stage 3
 if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && ! chain_done "${token_list_dir}/.tts_tokens.done" \
-     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_dur_model} $(md5sum < "${tts_config}")"; then
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_dur_model}$(! ${align_min_steps} || echo " min_steps") $(md5sum < "${tts_config}")"; then
   log "stage 3: token list -> ${token_list}"
   mkdir -p "${token_list_dir}"
   ${python} -m pyutils.tts.tokens "${dump_dir}/raw/${train_set}/text" "${token_list}"
@@ -329,7 +333,8 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && ! chain_done "${token_li
     log "stage 3: forced alignment -> ${dump_dir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
     ${train_cmd} "${_align_dir}/log/align.log" \
       ${python} -m pyutils.tts.align --config "${tts_config}" --train "${dump_dir}/raw/${train_set}" \
-        --align "${dump_dir}/raw/${train_set}" --align "${dump_dir}/raw/${valid_set}" --out-dir "${_align_dir}"
+        --align "${dump_dir}/raw/${train_set}" --align "${dump_dir}/raw/${valid_set}" --out-dir "${_align_dir}" \
+        $(! ${align_min_steps} || echo --min-steps)
     grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
   fi
   chain_mark "${token_list_dir}/.tts_tokens.done" "${token_list}" $(! ${_dur_model} || echo \
@@ -391,7 +396,7 @@ stage_end 4 "stats"
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
-     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} ${train_precision} $(md5sum < "${tts_config}")"; then
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim}$([ "${train_precision}" = float32 ] || echo " ${train_precision}") $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed

@@ -979,6 +979,7 @@ RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
                 ("gv-strength-too-big", ["--gv_strength", "3"], "--gv_strength"),
                 ("world-voicing-bogus", ["--world_voicing", "1.5"], "--world_voicing"),
                 ("train-precision-bogus", ["--train_precision", "fp8"], "--train_precision"),
+                ("align-min-steps-bogus", ["--align_min_steps", "yes"], "--align_min_steps"),
                 ("infer-jsonl-missing", ["--stage", "6", "--stop-stage", "6", "--infer_jsonl", "/nonexistent.jsonl"],
                  "/nonexistent")],
     "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),

@@ -481,7 +481,7 @@ def train(al: Aligner, utts: List[Utt], iters: int) -> List[float]:
 
 
 def write_durations(al: Aligner, utts: List[Utt], path: str, reduction_factor: int = 1,
-                    min_steps: bool = True) -> Dict[str, int]:
+                    min_steps: bool = False) -> Dict[str, int]:
     counts = {"spans_dropped": 0, "one_state": 0, "proportional": 0}
     rows = []
     for u in utts:
@@ -506,9 +506,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", required=True, help="where align_stats.json goes")
     ap.add_argument("--states", type=int, default=2, help="HMM states per phone/tag token (min frames)")
     ap.add_argument("--iters", type=int, default=6)
-    ap.add_argument("--no-min-steps", dest="min_steps", action="store_false",
-                    help="let rounding to the reduction factor give a phone 0 decoder steps (before: 2.6 %% "
-                         "of the training phones at r=4)")
+    ap.add_argument("--min-steps", action="store_true",
+                    help="give every phone and tag part at least one decoder step (plain rounding to the "
+                         "reduction factor gives 2.6 %% of the training phones none at r=4; README)")
     a = ap.parse_args(argv)
     import yaml
 
