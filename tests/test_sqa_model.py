@@ -64,3 +64,36 @@ def test_vad_feature_column():
     assert f.shape == (1 + len(x) // 160, 41)
     assert 0.0 <= f[:, -1].min() and f[:, -1].max() <= 1.0
     assert np.array_equal(f[:, :40], fbank(x.astype(np.float32), 40))
+
+
+def test_score_fault_tracks_union_is_or_of_noise_and_distortion():
+    from pyutils.sqa.model import score_fault_tracks
+
+    p = torch.tensor([[[0.5, 0.5, 0.2], [0.0, 0.9, 0.0], [1.0, 0.0, 1.0]]])   # noise, distortion, pause
+    assert torch.equal(score_fault_tracks(p, "class"), p)
+    u = score_fault_tracks(p, "union")
+    assert torch.allclose(u, torch.tensor([[[0.75, 0.2], [0.9, 0.0], [1.0, 1.0]]]))
+    with pytest.raises(ValueError):
+        score_fault_tracks(p, "max")
+
+
+@pytest.mark.parametrize("pooling", ["att", "rich"])
+def test_union_score_ignores_how_a_fault_is_split_between_noise_and_distortion(pooling):
+    """Swapping the frame head's noise and distortion outputs leaves the union model's score
+    unchanged (it reads only their OR) and changes the per-class model's."""
+    x = torch.randn(2, 60, 40)
+    lengths = torch.tensor([60, 41])
+    scores = {}
+    for mode in ("union", "class"):
+        torch.manual_seed(0)
+        model = SQAModel(ModelConfig(input_dim=40, conv_channels=16, rnn_hidden=8, encoder="tcn",
+                                     tcn_dilations=(1, 2), score_pooling=pooling, score_faults=mode)).eval()
+        with torch.no_grad():
+            a = model(x, lengths)["score"]
+            last = model.frame_head[-1]
+            last.weight[[0, 1]] = last.weight[[1, 0]].clone()
+            last.bias[[0, 1]] = last.bias[[1, 0]].clone()
+            b = model(x, lengths)["score"]
+        scores[mode] = (a, b)
+    assert torch.allclose(*scores["union"], atol=1e-6)
+    assert not torch.allclose(*scores["class"], atol=1e-4)

@@ -195,3 +195,38 @@ def test_extra_kinds_only_when_asked_and_excludable():
                                              types=("noise", "distortion"), extra_kinds=["modnoise", "echo"])
         kinds |= {r["kind"] for r in d}
     assert {"modnoise", "echo"} <= kinds
+
+
+def test_siren_pitch_sweeps():
+    x = faults.make_noise("siren", 4 * SR, np.random.default_rng(2))
+    assert np.isclose(np.sqrt(np.mean(x ** 2)), 1.0, atol=1e-6)
+    frames = x[: 4 * SR // 1600 * 1600].reshape(-1, 1600) * np.hanning(1600)     # 100 ms frames
+    peak = np.fft.rfftfreq(1600, 1 / SR)[np.abs(np.fft.rfft(frames, axis=1)).argmax(1)]
+    assert 400 < peak.min() and peak.max() < 1800 * 2                          # a tone in siren range ...
+    assert peak.max() / peak.min() > 1.3                                        # ... whose pitch moves
+
+
+def test_transients_are_sparse_bursts():
+    x = faults.make_noise("transient", 4 * SR, np.random.default_rng(4))
+    e = np.sqrt((x.reshape(-1, 160) ** 2).mean(1))                  # 10 ms frames
+    assert (e < 0.05 * e.max()).mean() > 0.3                       # mostly quiet between events
+    assert np.mean(x ** 4) / np.mean(x ** 2) ** 2 > 6                # impulsive (Gaussian: 3)
+
+
+def test_comb_adds_one_copy_1_to_12_ms_later():
+    x = np.zeros(SR // 10)
+    x[100] = 1.0
+    y = faults._distort(x, "comb", 1.0, np.random.default_rng(0), SR)
+    nz = np.flatnonzero(np.abs(y) > 1e-9)
+    assert len(nz) == 2 and nz[0] == 100 and 0.001 * SR - 1 <= nz[1] - 100 <= 0.012 * SR + 1
+    assert np.isclose(np.sqrt(np.mean(y ** 2)), np.sqrt(np.mean(x ** 2)))
+
+
+def test_smear_spreads_a_burst_a_little_before_and_after_but_not_further():
+    x = np.zeros(SR)
+    x[8000:9600] = np.sin(2 * np.pi * 300 * np.arange(1600) / SR)       # 100 ms burst at 0.5 s
+    y = faults._distort(x, "smear", 1.0, np.random.default_rng(0), SR)
+    assert np.isclose(np.sqrt(np.mean(y ** 2)), np.sqrt(np.mean(x ** 2)))
+    near_before, near_after = np.abs(y[8000 - 480:8000 - 80]), np.abs(y[9600 + 80:9600 + 480])
+    assert near_before.max() > 0.02 and near_after.max() > 0.02        # pre- and post-echo
+    assert np.abs(y[:8000 - 2400]).max() < 0.01 and np.abs(y[9600 + 2400:]).max() < 0.01   # <= 150 ms

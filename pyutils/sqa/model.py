@@ -51,6 +51,12 @@ class ModelConfig:
     # pretrained frame features (Whisper encoder frames at 20 ms, randomly projected);
     # 0 = none
     frames_dim: int = 0
+    # what the score head reads of the frame head: "class" = each fault's predicted
+    # fraction (and seconds with "rich"); "union" = noise and distortion merged into one
+    # "something is wrong" track (1 - (1 - p_noise)(1 - p_distortion)) beside the pause:
+    # the score then does not depend on how an unseen kind of fault is split between the
+    # two classes (the reference penalises both alike: 2.4 vs 2.2 x severity x coverage)
+    score_faults: str = "class"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,7 +120,9 @@ class SQAModel(nn.Module):
         self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
         self.utt_head = nn.Linear(2 * d, len(FAULTS))
         self.att = nn.Linear(d, 1)
-        k = len(FAULTS)
+        if cfg.score_faults not in ("class", "union"):
+            raise ValueError(f"unknown score_faults {cfg.score_faults!r} (class or union)")
+        k = len(FAULTS) if cfg.score_faults == "class" else 2
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
@@ -180,11 +188,12 @@ class SQAModel(nn.Module):
         att = self.att(enc).squeeze(-1).masked_fill(~mask, -1e4).softmax(dim=1)
         pooled = (att.unsqueeze(-1) * enc).sum(1)
         # fraction of frames the frame head marks as faulty: a strong cue for the score
-        frac = (torch.sigmoid(frame_logits) * m).sum(1) / m.sum(1).clamp(min=1.0)
+        probs = score_fault_tracks(torch.sigmoid(frame_logits), self.cfg.score_faults)
+        frac = (probs * m).sum(1) / m.sum(1).clamp(min=1.0)
         if self.cfg.score_pooling == "att":
             parts = [pooled, frac]
         else:
-            secs = (torch.sigmoid(frame_logits) * m).sum(1) * 0.02  # predicted seconds per fault
+            secs = (probs * m).sum(1) * 0.02  # predicted seconds per fault (track)
             parts = [pooled, mx, frac, torch.log1p(secs)]
         if self.cfg.embed_dim > 0:
             if embed is None or embed.shape[-1] != self.cfg.embed_dim:
@@ -195,6 +204,19 @@ class SQAModel(nn.Module):
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
         return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
                 "lengths": out_lens, "mask": mask}
+
+
+def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
+    """Frame fault probabilities (B, T, 3: noise, distortion, pause) -> the tracks the
+    score head reads: all three (``class``), or (noise OR distortion, pause) (``union``),
+    the OR as for independent events: 1 - (1 - p_noise)(1 - p_distortion)."""
+    if mode == "class":
+        return probs
+    if mode != "union":
+        raise ValueError(f"unknown score_faults {mode!r} (class or union)")
+    i_n, i_d, i_p = FAULTS.index("noise"), FAULTS.index("distortion"), FAULTS.index("pause")
+    either = 1.0 - (1.0 - probs[..., i_n]) * (1.0 - probs[..., i_d])
+    return torch.stack([either, probs[..., i_p]], dim=-1)
 
 
 def frames_to_grid(frames, n_feats: int):

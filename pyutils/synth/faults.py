@@ -27,7 +27,13 @@ but no voice) and ``echo`` (distortion: the speech plus 1-10 decaying delayed
 copies of itself, 60-300 ms apart).  They give each fault type a second
 example of the cue that separates it: additive energy independent of the
 speech is noise, whatever its spectrum; speech smeared into its own gaps is
-distortion.
+distortion.  Four more widen each class along axes no corpus kind covers:
+``siren`` (noise: a harmonic tone whose pitch sweeps, slowly or in fast yelps:
+moving pitch, no voice), ``transient`` (noise: clicks, knocks and taps, decaying
+band-passed bursts at random times), ``comb`` (distortion: the speech plus one
+copy 1-12 ms later, the hollow colouring of a close reflection, no tail) and
+``smear`` (distortion: the short-time spectrum's magnitude averaged over
++-20-80 ms, phases kept: transform-codec pre- and post-echo).
 
 Every kind belongs to a *family* (:data:`FAMILIES`); ``exclude`` in
 :func:`apply_random_faults` removes kinds, families or whole fault types
@@ -55,7 +61,8 @@ DISTORTION_KINDS = ("clipping", "bitcrush", "dropout", "packetloss", "bandlimit"
                     "reverb", "codec", "gainjump")
 PAUSE_KINDS = ("silence", "room", "stutter", "truncation")
 # augmentation-only kinds (see the module docstring), by fault type
-EXTRA_KINDS = {"modnoise": "noise", "echo": "distortion"}
+EXTRA_KINDS = {"modnoise": "noise", "echo": "distortion", "siren": "noise", "transient": "noise",
+               "comb": "distortion", "smear": "distortion"}
 # family of each kind: what a leave-one-family-out split holds out together
 FAMILIES = {"white": "stationary", "pink": "stationary", "brown": "stationary", "babble": "babble",
             "music": "music", "hum": "tonal", "tone": "tonal",
@@ -63,7 +70,8 @@ FAMILIES = {"white": "stationary", "pink": "stationary", "brown": "stationary", 
             "packetloss": "packetloss", "bandlimit": "spectral", "warble": "spectral",
             "reverb": "reverb", "codec": "codec", "gainjump": "gainjump",
             "silence": "silence", "room": "silence", "stutter": "stutter", "truncation": "truncation",
-            "modnoise": "modnoise", "echo": "echo"}
+            "modnoise": "modnoise", "echo": "echo", "siren": "siren", "transient": "transient",
+            "comb": "comb", "smear": "smear"}
 RAMP_S = 0.005
 
 
@@ -132,6 +140,37 @@ def _modnoise(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
     return x
 
 
+def _siren(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
+    """Siren-like: 4 harmonics of a pitch sweeping between two values, either slowly
+    (wail, 2-6 s period) or fast (yelp, 0.15-0.4 s)."""
+    t = np.arange(n) / sr
+    lo = rng.uniform(450, 800)
+    hi = lo * rng.uniform(1.4, 2.2)
+    period = rng.uniform(2, 6) if rng.random() < 0.5 else rng.uniform(0.15, 0.4)
+    f0 = lo + (hi - lo) * 0.5 * (1 - np.cos(2 * np.pi * t / period + rng.uniform(0, 6.3)))
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    return sum((0.5 ** k) * np.sin((k + 1) * phase) for k in range(4))
+
+
+def _transients(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
+    """Clicks, knocks and taps: band-passed noise bursts (20-120 ms, decay 5-40 ms) at
+    random times, 2-8 a second (at least one)."""
+    x = np.zeros(n)
+    count = max(1, int(rng.poisson(rng.uniform(2, 8) * n / sr)))
+    for a in rng.integers(0, max(n, 1), size=count):
+        m = min(n - int(a), int(rng.uniform(0.02, 0.12) * sr))
+        if m < 8:
+            continue
+        f_lo = rng.uniform(150, 2500)
+        f_hi = min(f_lo * rng.uniform(2, 5), 0.45 * sr)
+        sos = signal.butter(2, [f_lo, f_hi], btype="band", fs=sr, output="sos")
+        burst = signal.sosfilt(sos, rng.standard_normal(m)) * np.exp(-np.arange(m) / (rng.uniform(0.005, 0.04) * sr))
+        x[int(a):int(a) + m] += rng.uniform(0.3, 1.0) * burst / (np.abs(burst).max() + 1e-12)
+    if not np.any(x):                                        # too short for a burst: one click
+        x[0] = 1.0
+    return x
+
+
 def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RATE,
                speech: Optional[np.ndarray] = None,
                babble_sources: Optional[Sequence[np.ndarray]] = None) -> np.ndarray:
@@ -151,6 +190,10 @@ def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RAT
         x = _music(n, rng, sr)
     elif kind == "modnoise":
         x = _modnoise(n, rng, sr)
+    elif kind == "siren":
+        x = _siren(n, rng, sr)
+    elif kind == "transient":
+        x = _transients(n, rng, sr)
     elif kind == "babble":
         if callable(babble_sources):          # lazily made (synthesis is costly)
             babble_sources = babble_sources()
@@ -177,7 +220,8 @@ def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RAT
         t = np.arange(n) / sr
         x = np.sin(2 * np.pi * rng.uniform(400, 3000) * t)
     else:
-        raise ValueError(f"unknown noise kind {kind!r}; known: {NOISE_KINDS} and modnoise")
+        raise ValueError(f"unknown noise kind {kind!r}; known: {NOISE_KINDS} and "
+                         f"{sorted(k for k, t in EXTRA_KINDS.items() if t == 'noise')}")
     x = np.asarray(x, dtype=np.float64)
     return x / (np.sqrt(np.mean(x ** 2)) + 1e-12)
 
@@ -247,6 +291,27 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
             y[k * delay:] += (g ** k) * seg[:len(seg) - k * delay]
         rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
         return y * (rx / ry) if ry > 0 else y
+    if kind == "comb":
+        # one copy 1-12 ms later (a close reflection: comb-filter colouring, no tail)
+        d = max(1, int(rng.uniform(0.001, 0.012) * sr))
+        y = seg.astype(np.float64).copy()
+        if d < len(seg):
+            y[d:] += (0.4 + 0.55 * s) * seg[:len(seg) - d]
+        rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
+        return y * (rx / ry) if ry > 0 else y
+    if kind == "smear":
+        # magnitude of the 32 ms STFT (8 ms hop) averaged over +-(20 + 60 s) ms with a Hann
+        # window, phases kept: energy spread before and after every onset and offset
+        if len(seg) < 512:
+            return seg.copy()
+        _, _, z = signal.stft(seg, fs=sr, nperseg=512, noverlap=384)
+        half = max(1, int(round((0.02 + 0.06 * s) / 0.008)))
+        w = np.hanning(2 * half + 3)[1:-1]
+        mag = signal.fftconvolve(np.abs(z), (w / w.sum())[None, :], mode="same", axes=1)
+        _, y = signal.istft(np.maximum(mag, 0.0) * np.exp(1j * np.angle(z)), fs=sr, nperseg=512, noverlap=384)
+        y = np.pad(y, (0, max(0, len(seg) - len(y))))[:len(seg)]
+        rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
+        return y * (rx / ry) if ry > 0 else y
     if kind == "codec":
         from pyutils.synth.codecs import CODEC_NAMES, codec_roundtrip
 
@@ -270,7 +335,8 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
         d = depth * (1 + np.sin(2 * np.pi * rng.uniform(4, 8) * t))
         idx = np.clip(np.arange(len(seg)) - d, 0, len(seg) - 1)
         return np.interp(idx, np.arange(len(seg)), seg)
-    raise ValueError(f"unknown distortion kind {kind!r}; known: {DISTORTION_KINDS} and echo")
+    raise ValueError(f"unknown distortion kind {kind!r}; known: {DISTORTION_KINDS} and "
+                     f"{sorted(k for k, t in EXTRA_KINDS.items() if t == 'distortion')}")
 
 
 def apply_distortion(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
