@@ -1,9 +1,10 @@
 """ESPnet TTS training with a bfloat16 forward pass on CPUs that compute bfloat16 natively.
 
 ESPnet's trainer only autocasts on CUDA (``--use_amp``). On a CPU with AMX or AVX512-BF16
-units the matrix products of a small FastSpeech run ~1.5-2.4x faster in bfloat16
-(``benchmarks/tts_update_time.py --precision``), so within the same CPU budget the model
-gets more updates or a finer decoder. This entry point runs the unmodified
+units an update of the small FastSpeech alone runs 1.45x (r=4) to 1.75x (r=2) faster in
+bfloat16 (``benchmarks/tts_update_time.py``, rows ``world_r*_*``); inside the recipe, with
+ESPnet's data loading, the saving measured was smaller and not established over a whole
+training (egs/nvv_tts/README.md), so the recipe's default stays float32. This entry point runs the unmodified
 ``espnet2.bin.<task>_train`` with the model's ``forward`` wrapped in
 ``torch.autocast("cpu", dtype=torch.bfloat16)``: parameters, optimiser state and
 checkpoints stay float32 (mixed precision, as ESPnet's ``--use_amp`` does on a GPU), and
