@@ -168,12 +168,6 @@ def vits_step(conf, B, L, T, vocab):
     return step, sum(p.numel() for p in model.parameters())
 
 
-def native_bf16():
-    from pyutils.tts.train import native_bf16 as probe
-
-    return probe()
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=3)
@@ -218,6 +212,8 @@ def main():
         cpu = (time.process_time() - c0) / a.steps   # CPU seconds: what a shared machine does not distort
         print(f"{name:18s} {n_params / 1e6:6.2f} M params  {results[name]:7.2f} s/update ({cpu:.3f} CPU-s) "
               f"(batch {a.batch}, {a.tokens} tokens, {a.seconds} s audio, {torch.get_num_threads()} threads)")
+    from pyutils.tts.train import native_bf16
+
     for r in ("r4", "r2"):
         f32, b16 = results.get(f"world_{r}_float32"), results.get(f"world_{r}_bfloat16")
         if f32 and b16:

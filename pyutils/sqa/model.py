@@ -30,6 +30,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from pyutils.sqa.common import FAULTS, SCORE_MAX, SCORE_MIN
 
 
+SCORE_TRACKS = {"class": len(FAULTS), "union": 2}   # score_faults -> tracks the score head reads
+
+
 @dataclass
 class ModelConfig:
     input_dim: int = 80
@@ -120,9 +123,9 @@ class SQAModel(nn.Module):
         self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
         self.utt_head = nn.Linear(2 * d, len(FAULTS))
         self.att = nn.Linear(d, 1)
-        if cfg.score_faults not in ("class", "union"):
+        if cfg.score_faults not in SCORE_TRACKS:
             raise ValueError(f"unknown score_faults {cfg.score_faults!r} (class or union)")
-        k = len(FAULTS) if cfg.score_faults == "class" else 2
+        k = SCORE_TRACKS[cfg.score_faults]
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
@@ -210,10 +213,10 @@ def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
     """Frame fault probabilities (B, T, 3: noise, distortion, pause) -> the tracks the
     score head reads: all three (``class``), or (noise OR distortion, pause) (``union``),
     the OR as for independent events: 1 - (1 - p_noise)(1 - p_distortion)."""
+    if mode not in SCORE_TRACKS:
+        raise ValueError(f"unknown score_faults {mode!r} (class or union)")
     if mode == "class":
         return probs
-    if mode != "union":
-        raise ValueError(f"unknown score_faults {mode!r} (class or union)")
     i_n, i_d, i_p = FAULTS.index("noise"), FAULTS.index("distortion"), FAULTS.index("pause")
     either = 1.0 - (1.0 - probs[..., i_n]) * (1.0 - probs[..., i_d])
     return torch.stack([either, probs[..., i_p]], dim=-1)

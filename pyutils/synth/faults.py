@@ -171,6 +171,12 @@ def _transients(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
     return x
 
 
+def _same_rms(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``y`` scaled to the RMS of ``ref`` (a distortion changes the sound, not its level)."""
+    rx, ry = np.sqrt(np.mean(np.square(ref, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
+    return y * (rx / ry) if ry > 0 else y
+
+
 def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RATE,
                speech: Optional[np.ndarray] = None,
                babble_sources: Optional[Sequence[np.ndarray]] = None) -> np.ndarray:
@@ -289,16 +295,14 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
             if k * delay >= len(seg) or g ** k < 0.02:
                 break
             y[k * delay:] += (g ** k) * seg[:len(seg) - k * delay]
-        rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
-        return y * (rx / ry) if ry > 0 else y
+        return _same_rms(y, seg)
     if kind == "comb":
         # one copy 1-12 ms later (a close reflection: comb-filter colouring, no tail)
         d = max(1, int(rng.uniform(0.001, 0.012) * sr))
         y = seg.astype(np.float64).copy()
         if d < len(seg):
             y[d:] += (0.4 + 0.55 * s) * seg[:len(seg) - d]
-        rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
-        return y * (rx / ry) if ry > 0 else y
+        return _same_rms(y, seg)
     if kind == "smear":
         # magnitude of the 32 ms STFT (8 ms hop) averaged over +-(20 + 60 s) ms with a Hann
         # window, phases kept: energy spread before and after every onset and offset
@@ -310,8 +314,7 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
         mag = signal.fftconvolve(np.abs(z), (w / w.sum())[None, :], mode="same", axes=1)
         _, y = signal.istft(np.maximum(mag, 0.0) * np.exp(1j * np.angle(z)), fs=sr, nperseg=512, noverlap=384)
         y = np.pad(y, (0, max(0, len(seg) - len(y))))[:len(seg)]
-        rx, ry = np.sqrt(np.mean(np.square(seg, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
-        return y * (rx / ry) if ry > 0 else y
+        return _same_rms(y, seg)
     if kind == "codec":
         from pyutils.synth.codecs import CODEC_NAMES, codec_roundtrip
 
