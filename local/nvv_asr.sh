@@ -257,7 +257,7 @@ write_results() {
     # The from-scratch default model owns RESULTS.md; the Whisper path has its own file.
     local _name=RESULTS.md
     [ "${whisper}" = true ] && _name=RESULTS_whisper.md
-    cp "${decode_root}/RESULTS.md" "${_name}"
+    python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
     log "  RESULTS.md -> $(pwd)/${_name}"
   fi
 }

@@ -83,7 +83,7 @@ eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
 judge=true              # stage 7: intelligibility by the pretrained Whisper judge (pyutils/whisper/judge.py)
 judge_model=base        # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
-copy_results=true       # stage 7: copy RESULTS.md into the recipe dir after a --preset default run
+copy_results=true       # stage 7: put the report into the recipe dir's RESULTS.md (en) / RESULTS_<lang>.md after a --preset default run
 help_message="Usage: $0 [options]
 NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh).
 Examples:
@@ -596,8 +596,11 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}
     --stage-times "${tts_exp}/log/stage_times.tsv" --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
   if ${copy_results} && [ "${preset}" = default ]; then
-    cp "${tts_exp}/RESULTS.md" RESULTS.md
-    log "stage 7: copied to $(pwd)/RESULTS.md"
+    # en owns RESULTS.md, every other language its RESULTS_<lang>.md; notes below the marker stay
+    _results_name=RESULTS.md
+    [ "${lang}" = en ] || _results_name="RESULTS_${lang}.md"
+    ${python} -m pyutils.results_file --report "${tts_exp}/RESULTS.md" --into "${_results_name}"
+    log "stage 7: copied to $(pwd)/${_results_name}"
   fi
   grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
   chain_mark "${tts_exp}/.eval.done" "${tts_exp}/RESULTS.md" $(for s in ${test_sets}; do echo "--dir ${tts_exp}/eval_${s}"; done)

@@ -299,7 +299,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
     --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
   log "  wrote ${model_dir}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    cp "${model_dir}/RESULTS.md" RESULTS.md
+    python -m pyutils.results_file --report "${model_dir}/RESULTS.md" --into RESULTS.md
     log "  copied to $(pwd)/RESULTS.md"
   fi
   grep -E '^Final' "${model_dir}/RESULTS.md" | sed 's/^/    /'

@@ -516,7 +516,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md" | sed 's/^/  /'
   if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ] \
      && [ "${oracle_text}" = false ]; then
-    cp "${vc_exp}/RESULTS.md" RESULTS.md
+    python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md
     for name in ${pairs_sets}; do
       [ -f "${vc_exp}/sim_${name}.png" ] && cp "${vc_exp}/sim_${name}.png" .
     done
