@@ -7,7 +7,7 @@ holding the stored outputs of one and the same split: ``infer_dev/outputs.npz`` 
 the presence posteriors and the score).  The ensemble averages them (arithmetic mean of
 the posteriors and of the scores), then post-processing is tuned on the averaged dev
 outputs exactly as the benchmark tunes a single model (``pyutils.sqa.postproc``: the quick
-grid, then the step-6 region threshold) and every test set is scored with
+grid, or with ``--full-grid`` the recipe's own, then the step-6 region threshold) and every test set is scored with
 ``chorus-score sqa``.  Each member is re-tuned and re-scored by the same code, so the
 table compares like with like.
 
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")
 
 from pyutils.scoring.sqa import score_sqa  # noqa: E402
 from pyutils.sqa.common import read_jsonl  # noqa: E402
-from pyutils.sqa.postproc import QUICK_GRID, load_outputs, rows_from_outputs, tune, tune_region  # noqa: E402
+from pyutils.sqa.postproc import GRID, QUICK_GRID, load_outputs, rows_from_outputs, tune, tune_region  # noqa: E402
 
 
 def mean_outputs(members: dict) -> dict:
@@ -53,9 +53,9 @@ def mean_outputs(members: dict) -> dict:
     return out
 
 
-def tuned_scores(dev_out: dict, dev_ref: list, tests: dict) -> dict:
+def tuned_scores(dev_out: dict, dev_ref: list, tests: dict, grid: dict = QUICK_GRID) -> dict:
     """Tune on dev as the benchmark does; {test: score_sqa result} plus the chosen region threshold."""
-    params, _ = tune(dev_out, dev_ref, QUICK_GRID)
+    params, _ = tune(dev_out, dev_ref, grid)
     region, _ = tune_region(dev_out, dev_ref, params)
     res = {"_region": region}
     for name, (out, ref) in tests.items():
@@ -71,6 +71,8 @@ def main(argv=None) -> int:
     p.add_argument("--test", action="append", required=True, metavar="NAME=REF_JSONL",
                    help="a test set; its outputs are <model dir>/infer_NAME/outputs.npz")
     p.add_argument("--no-members", action="store_true", help="score only the ensemble")
+    p.add_argument("--full-grid", action="store_true",
+                   help="tune with the recipe's full grid (as stage 5 does) instead of the benchmark's quick one")
     a = p.parse_args(argv)
     members = dict(m.split("=", 1) for m in a.member)
     tests = dict(t.split("=", 1) for t in a.test)
@@ -85,12 +87,13 @@ def main(argv=None) -> int:
 
     dev = {n: load(n, d, "dev") for n, d in members.items()}
     test = {t: {n: load(n, d, t) for n, d in members.items()} for t in tests}
+    grid = GRID if a.full_grid else QUICK_GRID
     rows = []
     if not a.no_members:
         for n in members:
-            r = tuned_scores(dev[n], dev_ref, {t: (test[t][n], refs[t]) for t in tests})
+            r = tuned_scores(dev[n], dev_ref, {t: (test[t][n], refs[t]) for t in tests}, grid)
             rows.append((n, r))
-    ens = tuned_scores(mean_outputs(dev), dev_ref, {t: (mean_outputs(test[t]), refs[t]) for t in tests})
+    ens = tuned_scores(mean_outputs(dev), dev_ref, {t: (mean_outputs(test[t]), refs[t]) for t in tests}, grid)
     rows.append(("mean of " + "+".join(members), ens))
     print("| model | test | n | Final | PCC | F1_macro | IoU_macro | region |")
     print("|---|---|---|---|---|---|---|---|")
