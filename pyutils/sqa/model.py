@@ -190,13 +190,19 @@ class SQAModel(nn.Module):
         utt_logits = self.utt_head(torch.cat([mean, mx], dim=-1))
         att = self.att(enc).squeeze(-1).masked_fill(~mask, -1e4).softmax(dim=1)
         pooled = (att.unsqueeze(-1) * enc).sum(1)
-        # fraction of frames the frame head marks as faulty: a strong cue for the score
-        probs = score_fault_tracks(torch.sigmoid(frame_logits), self.cfg.score_faults)
-        frac = (probs * m).sum(1) / m.sum(1).clamp(min=1.0)
+        # fraction of frames the frame head marks as faulty: a strong cue for the score.
+        # Each use evaluates its own sigmoid: the same values as one shared node, but the
+        # backward pass then adds the gradients in the order the documented default models
+        # were trained with (one shared node rounds differently, and the trained weights
+        # drift: egs/sqa/RESULTS.md, "Reproducing the default bit for bit").
+        def tracks():
+            return score_fault_tracks(torch.sigmoid(frame_logits), self.cfg.score_faults)
+
+        frac = (tracks() * m).sum(1) / m.sum(1).clamp(min=1.0)
         if self.cfg.score_pooling == "att":
             parts = [pooled, frac]
         else:
-            secs = (probs * m).sum(1) * 0.02  # predicted seconds per fault (track)
+            secs = (tracks() * m).sum(1) * 0.02  # predicted seconds per fault (track)
             parts = [pooled, mx, frac, torch.log1p(secs)]
         if self.cfg.embed_dim > 0:
             if embed is None or embed.shape[-1] != self.cfg.embed_dim:
