@@ -258,7 +258,12 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   for s in ${_all_sets}; do
     _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
     _wopts=""; ${_world} && _wopts="world $(md5sum < "${world_conf}") $(sed -n '/^feats_extract_conf:/,/^[^ ]/p' "${tts_config}" | md5sum)"
-    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} ${valid_max_utts} ${test_max_utts} ${_wopts}" \
+    # the subset size of this set only: a new --test_max_utts redoes the test dumps (and
+    # stages 6-8), never the training dump and with it the alignment, statistics and model
+    _max=0
+    [ "${s}" = "${valid_set}" ] && _max=${valid_max_utts}
+    [[ " ${test_sets} " == *" ${s} "* ]] && _max=${test_max_utts}
+    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} max=${_max} ${_wopts}" \
          "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
          "${_src}"/{events.jsonl,spk_embed.scp} "${data_dir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
     _dumped+=" ${s}"
@@ -266,9 +271,6 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     for f in wav.scp utt2spk spk2utt utt2dur events.jsonl spk_embed.scp; do
       [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_dst}/${f}"
     done
-    _max=0
-    [ "${s}" = "${valid_set}" ] && _max=${valid_max_utts}
-    [[ " ${test_sets} " == *" ${s} "* ]] && _max=${test_max_utts}
     if [ "${_max}" -gt 0 ] && [ "$(wc -l < "${_dst}/utt2spk")" -gt "${_max}" ]; then
       # an even spread over the (sorted) utterances, hence over the speakers
       awk -v n="$(wc -l < "${_dst}/utt2spk")" -v m="${_max}" 'int(NR*m/n)!=int((NR-1)*m/n){print $1}' \
