@@ -50,6 +50,20 @@ def test_convert_dir(tmp_path):
         assert abs(info.duration - 0.5) < 0.01
 
 
+def test_rerun_with_fewer_utterances_leaves_only_this_set(tmp_path, capsys):
+    src = tmp_path / "a.wav"
+    sf.write(src, _tone(16000), 16000)
+    out = tmp_path / "sub"
+    big, small = tmp_path / "big.scp", tmp_path / "small.scp"
+    big.write_text("".join(f"u{i} {src}\n" for i in range(4)))
+    small.write_text(f"u0 {src}\nu2 {src}\n")
+    assert convert_to_submission(str(big), str(out)) == 4
+    (out / "notes.txt").write_text("kept")
+    assert convert_to_submission(str(small), str(out)) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "u0.wav", "u2.wav"]
+    assert "removed 2 wav file(s)" in capsys.readouterr().err
+
+
 def test_loudness_normalisation(tmp_path):
     quiet = _tone(16000, amp=1e-4)
     y = normalise_loudness(quiet, 16000, target_db=-23.0)

@@ -128,9 +128,11 @@ def postprocess_scp(scp: str, out_dir: str, out_scp: str, target_db: float = -23
 
 
 def convert_to_submission(scp: str, out_dir: str) -> int:
-    """Write ``out_dir/<utt_id>.wav`` for each ``<utt_id> <path>`` of ``scp``."""
+    """Write ``out_dir/<utt_id>.wav`` for each ``<utt_id> <path>`` of ``scp``, then remove the
+    other ``.wav`` files of ``out_dir`` (left by an earlier run of a larger set: the
+    submission must hold exactly this set)."""
     os.makedirs(out_dir, exist_ok=True)
-    n = 0
+    written = set()
     for uid, path in read_scp(scp):
         x, sr = sf.read(path, always_2d=False)
         y = to_submission_audio(x, sr)
@@ -138,8 +140,16 @@ def convert_to_submission(scp: str, out_dir: str) -> int:
         tmp = dst + ".tmp.wav"
         sf.write(tmp, y, SUBMISSION_SR, subtype="PCM_16")
         os.replace(tmp, dst)
-        n += 1
-    return n
+        written.add(f"{uid}.wav")
+    stale = sorted(name for name in os.listdir(out_dir)
+                   if name.endswith(".wav") and name not in written
+                   and os.path.isfile(os.path.join(out_dir, name)))
+    for name in stale:
+        os.remove(os.path.join(out_dir, name))
+    if stale:
+        print(f"to-submission: removed {len(stale)} wav file(s) of an earlier run from {out_dir} "
+              f"(first: {stale[0]})", file=sys.stderr)
+    return len(written)
 
 
 def check_scp(scp: str, fs: int, fix_dir: str) -> int:
