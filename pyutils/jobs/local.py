@@ -127,7 +127,14 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
     running: dict[int, tuple] = {}
     failed: list[tuple[int, str]] = []
 
+    # A signal that lands while a job is being started is held until the job is in
+    # ``running``: raised in between, it would leave that job's process group unkilled.
+    starting = {"now": False, "held": None}
+
     def on_signal(signum, _frame):
+        if starting["now"]:
+            starting["held"] = signum
+            return
         raise _Interrupted(signum)
 
     old = {s: signal.signal(s, on_signal)
@@ -137,6 +144,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
         while pending or running:
             while pending and len(running) < max_jobs:
                 task = pending.pop(0)
+                starting["now"] = True
                 try:
                     running[task] = _start(job, task, (lock.fd, *recipe_locks))
                     pgid = running[task][0].pid
@@ -145,6 +153,10 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
                 except OSError as e:  # log dir not writable, bash missing, ...
                     print(f"{prog}: cannot start job {task}: {e}", file=sys.stderr)
                     failed.append((task, job.log_for(task)))
+                finally:
+                    starting["now"] = False
+                if starting["held"] is not None:
+                    raise _Interrupted(starting["held"])
             done = []
             for task, (proc, fh, t0, log) in running.items():
                 code = proc.poll()
