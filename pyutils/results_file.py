@@ -38,8 +38,7 @@ def split_notes(text: str) -> tuple[str, str | None]:
 
 def merged(report: str, existing: str | None) -> str:
     """The new RESULTS.md: ``report`` followed by the notes part of ``existing`` (if it has one)."""
-    report_part, report_notes = split_notes(report)
-    if report_notes is not None:
+    if split_notes(report)[1] is not None:
         raise ResultsFileError("the generated report contains the notes marker line")
     if existing is None:
         return report
@@ -70,7 +69,7 @@ def write_results(report_path: str | Path, into: str | Path) -> bool:
         raise ResultsFileError(f"{report_path}: {e}") from e
     with atomic_write(into) as f:
         f.write(text)
-    return existing is not None and split_notes(existing)[1] is not None
+    return split_notes(text)[1] is not None   # the report has no marker: any is the old notes'
 
 
 def main(argv: list[str] | None = None) -> int:
