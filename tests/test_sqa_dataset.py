@@ -70,3 +70,37 @@ def test_augmenter_draws_extra_kinds_and_keeps_exclusions():
     assert not {"babble", "reverb"} & set(made)
     with pytest.raises(ValueError):
         make_fault_augmenter(Spy, extra_kinds=["reverb"])
+
+
+def test_channel_examples_keep_labels_and_score(tmp_path):
+    """channel_prob: the example is re-made through a channel; labels, score and score weight stay."""
+    kaldiio = pytest.importorskip("kaldiio")
+    import soundfile as sf
+
+    from pyutils.sqa.features import extract
+    from pyutils.synth.channel import apply_channel
+
+    x = (0.2 * np.sin(2 * np.pi * 220 * np.arange(16000) / 16000)).astype(np.float32)
+    sf.write(tmp_path / "a.wav", x, 16000, subtype="PCM_16")
+    cfg = {"n_mels": 8, "vad": False}
+    with kaldiio.WriteHelper(f"ark,scp:{tmp_path}/f.ark,{tmp_path}/feats.scp") as w:
+        w("a", extract(x, cfg))
+    (tmp_path / "utt2dur").write_text("a 1.0\n")
+    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\n")
+    (tmp_path / "ref.jsonl").write_text(
+        '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n')
+    args = (str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), str(tmp_path / "ref.jsonl"),
+            str(tmp_path / "wav.scp"))
+    calls = []
+
+    def channel(y, rng):
+        calls.append(len(y))
+        return apply_channel(y, rng)
+
+    ds = SQADataset(*args, feats_cfg=cfg, channel_prob=1.0, channel=channel)
+    plain = SQADataset(*args, feats_cfg=cfg)
+    a, p = ds[0], plain[0]
+    assert calls == [16000]
+    assert a["labels"].tolist() == p["labels"].tolist() and float(a["score"]) == 2.5
+    assert float(a["score_weight"]) == 1.0 and a["feats"].shape == p["feats"].shape
+    assert not np.allclose(a["feats"].numpy(), p["feats"].numpy())

@@ -7,6 +7,10 @@ A training example holds the 10 ms features ``(T, F)``, the grid length
 With ``augment_prob > 0`` an example is, with that probability, re-made from
 its waveform with random faults from :mod:`pyutils.synth.faults` (exact
 intervals); its score is then unknown, so ``score_weight`` is 0 for it.
+With ``channel_prob > 0`` an example is, with that probability, also passed
+through a random benign recording channel (:mod:`pyutils.synth.channel`:
+microphone colouring, band, a noise floor far under the speech) before any
+new fault; its labels and score are kept, since a channel is not a fault.
 
 With ``embed_scp`` every example also carries its cached utterance embedding
 (:mod:`pyutils.sqa.embed`); an augmented example keeps the clean one, which
@@ -38,7 +42,8 @@ class SQADataset(torch.utils.data.Dataset):
                  wav_scp: Optional[str] = None, augment_prob: float = 0.0,
                  augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
                  embed_scp: Optional[str] = None, utts: Optional[List[str]] = None,
-                 frames_scp: Optional[str] = None):
+                 frames_scp: Optional[str] = None, channel_prob: float = 0.0,
+                 channel: Optional[Callable] = None):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
@@ -70,6 +75,8 @@ class SQADataset(torch.utils.data.Dataset):
         self.durs, self.refs = durs, refs
         self.augment_prob = augment_prob if augmenter is not None and self.wavs else 0.0
         self.augmenter = augmenter
+        self.channel_prob = channel_prob if channel is not None and self.wavs else 0.0
+        self.channel = channel
         self.rng = np.random.default_rng(seed)
         self.feats_cfg = feats_cfg
 
@@ -81,8 +88,11 @@ class SQADataset(torch.utils.data.Dataset):
 
     def __getitem__(self, i: int) -> dict:
         utt = self.utts[i]
-        if self.augment_prob > 0 and self.rng.random() < self.augment_prob:
-            item = self._augmented(utt)
+        faults = self.augment_prob > 0 and self.rng.random() < self.augment_prob
+        # no draw at all when channels are off: the default run keeps its random sequence
+        channel = self.channel_prob > 0 and self.rng.random() < self.channel_prob
+        if faults or channel:
+            item = self._augmented(utt, faults, channel)
             if item is not None:
                 return item
         feats = np.array(self.feats[utt], dtype=np.float32)  # writable copy
@@ -119,21 +129,27 @@ class SQADataset(torch.utils.data.Dataset):
             item["frames_mask"] = torch.tensor(0.0 if augmented else 1.0)
         return item
 
-    def _augmented(self, utt: str) -> Optional[dict]:
+    def _augmented(self, utt: str, faults: bool = True, channel: bool = False) -> Optional[dict]:
+        """The example re-made from its waveform: through a channel, then with new faults."""
         from pyutils.sqa.audio import AudioError, load_audio
         from pyutils.sqa.features import extract
 
         ref = self.refs.get(utt)
         try:
-            x = load_audio(self.wavs[utt])
+            y = load_audio(self.wavs[utt])
         except AudioError:
             return None
-        y, faults = self.augmenter(x, self.rng, ref)
-        if y is None:
-            return None
+        if channel:
+            y = self.channel(y, self.rng)
+        new_ref, weight = ref, 1.0
+        if faults:
+            y, new_faults = self.augmenter(y, self.rng, ref)
+            if y is None:
+                return None
+            new_ref, weight = {"faults": new_faults, "score": 3.0}, 0.0
         feats = extract(y, self.feats_cfg)
         n = num_grid_frames(len(y) / 16000.0)
-        return self._item(utt, feats, n, {"faults": faults, "score": 3.0}, score_weight=0.0, augmented=True)
+        return self._item(utt, feats, n, new_ref, score_weight=weight, augmented=True)
 
 
 def collate(batch: List[dict]) -> dict:

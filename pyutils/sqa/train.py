@@ -30,6 +30,8 @@ training-set mean and std are computed once and saved with the model.
 ``augment_exclude`` lists fault kinds (``babble``, ``reverb``, ...) or fault
 types the on-the-fly augmentation must not make (leave-one-family-out runs);
 ``augment_extra_kinds`` adds the simulator's augmentation-only kinds to it.
+``channel_prob`` passes that share of the training examples through a random
+benign recording channel (:mod:`pyutils.synth.channel`), labels and score kept.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ DEFAULTS = {
     "augment_prob": 0.0,
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
     "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
+    "channel_prob": 0.0,  # share of examples through a benign recording channel (pyutils.synth.channel)
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
@@ -123,6 +126,13 @@ def make_augmenter(exclude=(), extra_kinds=()):
     from pyutils.sqa.augment import make_fault_augmenter
 
     return make_fault_augmenter(fault_sim, exclude=exclude, extra_kinds=extra_kinds)
+
+
+def make_channel():
+    """``(x, rng) -> y``: one random benign recording channel (:mod:`pyutils.synth.channel`)."""
+    from pyutils.synth.channel import apply_channel
+
+    return apply_channel
 
 
 def frames_stats(frames, utts) -> tuple:
@@ -204,7 +214,8 @@ def train(args) -> int:
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
-                           frames_scp=train_frames)
+                           frames_scp=train_frames, channel_prob=float(cfg["channel_prob"]),
+                           channel=make_channel() if cfg["channel_prob"] > 0 else None)
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
                          embed_scp=dev_embed, frames_scp=dev_frames)
     if len(train_set) == 0:
