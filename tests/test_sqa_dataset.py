@@ -85,10 +85,12 @@ def test_channel_examples_keep_labels_and_score(tmp_path):
     cfg = {"n_mels": 8, "vad": False}
     with kaldiio.WriteHelper(f"ark,scp:{tmp_path}/f.ark,{tmp_path}/feats.scp") as w:
         w("a", extract(x, cfg))
-    (tmp_path / "utt2dur").write_text("a 1.0\n")
-    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\n")
+        w("b", extract(x, cfg))
+    (tmp_path / "utt2dur").write_text("a 1.0\nb 1.0\n")
+    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'a.wav'}\n")
     (tmp_path / "ref.jsonl").write_text(
-        '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n')
+        '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n'
+        '{"utt_id": "b", "score": 2.0, "faults": {"noise": [], "distortion": [[0.2, 0.5]], "pause": []}}\n')
     args = (str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), str(tmp_path / "ref.jsonl"),
             str(tmp_path / "wav.scp"))
     calls = []
@@ -99,8 +101,10 @@ def test_channel_examples_keep_labels_and_score(tmp_path):
 
     ds = SQADataset(*args, feats_cfg=cfg, channel_prob=1.0, channel=channel)
     plain = SQADataset(*args, feats_cfg=cfg)
-    a, p = ds[0], plain[0]
+    a, p = ds[ds.utts.index("a")], plain[plain.utts.index("a")]
     assert calls == [16000]
+    b = ds[ds.utts.index("b")]            # a distortion is never put before its channel
+    assert calls == [16000] and b["labels"][:, 1].sum() > 0 and float(b["score"]) == 2.0
     assert a["labels"].tolist() == p["labels"].tolist() and float(a["score"]) == 2.5
     assert float(a["score_weight"]) == 1.0 and a["feats"].shape == p["feats"].shape
     assert not np.allclose(a["feats"].numpy(), p["feats"].numpy())

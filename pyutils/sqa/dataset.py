@@ -11,6 +11,8 @@ With ``channel_prob > 0`` an example is, with that probability, also passed
 through a random benign recording channel (:mod:`pyutils.synth.channel`:
 microphone colouring, band, a noise floor far under the speech) before any
 new fault; its labels and score are kept, since a channel is not a fault.
+Recordings that already hold a distortion get no channel (it would come after
+the distortion and could filter its cue away).
 
 With ``embed_scp`` every example also carries its cached utterance embedding
 (:mod:`pyutils.sqa.embed`); an augmented example keeps the clean one, which
@@ -139,7 +141,10 @@ class SQADataset(torch.utils.data.Dataset):
             y = load_audio(self.wavs[utt])
         except AudioError:
             return None
-        if channel:
+        if channel and not (ref or {}).get("faults", {}).get("distortion"):
+            # a channel comes before any distortion (codecs, clipping, packet loss happen
+            # after the microphone): on a recording that already has one it would filter
+            # away the very cue its label names, so such a recording gets no channel
             y = self.channel(y, self.rng)
         new_ref, weight = ref, 1.0
         if faults:
