@@ -16,7 +16,10 @@ the distortion and could filter its cue away).
 
 With ``embed_scp`` every example also carries its cached utterance embedding
 (:mod:`pyutils.sqa.embed`); an augmented example keeps the clean one, which
-only the score head reads and which gets no score loss there.
+only the score head reads and which gets no score loss there. An example made
+only through a channel keeps it too, with its score loss: the embedding does
+not hear that channel (DNSMOS and Whisper per example would cost more than the
+training), only the frame path does.
 
 With ``frames_scp`` (Whisper encoder frames, :mod:`pyutils.sqa.embed`) every
 example carries them fitted to its grid (:func:`pyutils.sqa.model.frames_to_grid`)

@@ -128,13 +128,6 @@ def make_augmenter(exclude=(), extra_kinds=()):
     return make_fault_augmenter(fault_sim, exclude=exclude, extra_kinds=extra_kinds)
 
 
-def make_channel():
-    """``(x, rng) -> y``: one random benign recording channel (:mod:`pyutils.synth.channel`)."""
-    from pyutils.synth.channel import apply_channel
-
-    return apply_channel
-
-
 def frames_stats(frames, utts) -> tuple:
     """Per-dimension mean and std of the Whisper frames of ``utts`` (float64 sums)."""
     total, sq, count = None, None, 0
@@ -211,11 +204,14 @@ def train(args) -> int:
     if args.train_utts:
         with open(args.train_utts, encoding="utf-8") as f:
             train_utts = [line.split()[0] for line in f if line.strip()]
+    channel = None
+    if cfg["channel_prob"] > 0:
+        from pyutils.synth.channel import apply_channel as channel   # (x, rng) -> y
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
                            frames_scp=train_frames, channel_prob=float(cfg["channel_prob"]),
-                           channel=make_channel() if cfg["channel_prob"] > 0 else None)
+                           channel=channel)
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
                          embed_scp=dev_embed, frames_scp=dev_frames)
     if len(train_set) == 0:
