@@ -32,6 +32,7 @@ import numpy as np
 from scipy import signal
 
 from pyutils.synth.audio import SAMPLE_RATE, active_rms, db_to_amp
+from pyutils.synth.faults import make_noise
 
 FLOOR_DB = (30.0, 65.0)          # noise floor under the active speech level
 LOWPASS_HZ = (5500.0, 7800.0)
@@ -83,8 +84,6 @@ def apply_channel(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPLE_RATE
     The speech level is kept: the output is scaled to the input's peak, then the
     floor is added at ``floor_db`` under the input's active speech level.
     """
-    from pyutils.synth.faults import make_noise
-
     p = params if params is not None else draw_channel(rng)
     x64 = np.asarray(x, dtype=np.float64)
     sos = [signal.butter(2, p["highpass_hz"], btype="highpass", fs=sr, output="sos")]
@@ -97,6 +96,6 @@ def apply_channel(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPLE_RATE
     if peak_out > 0:
         y *= peak_in / peak_out
     level = active_rms(x64, sr)
-    if level > 0 and len(y):
+    if level > 0:
         y += make_noise(p["floor_kind"], len(y), rng, sr) * level * db_to_amp(-p["floor_db"])
     return y.astype(np.float32)
