@@ -48,7 +48,7 @@ class SQADataset(torch.utils.data.Dataset):
                  augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
                  embed_scp: Optional[str] = None, utts: Optional[List[str]] = None,
                  frames_scp: Optional[str] = None, channel_prob: float = 0.0,
-                 channel: Optional[Callable] = None):
+                 channel: Optional[Callable] = None, channel_score_weight: float = 1.0):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
@@ -82,6 +82,7 @@ class SQADataset(torch.utils.data.Dataset):
         self.augmenter = augmenter
         self.channel_prob = channel_prob if channel is not None and self.wavs else 0.0
         self.channel = channel
+        self.channel_score_weight = float(channel_score_weight)
         self.rng = np.random.default_rng(seed)
         self.feats_cfg = feats_cfg
 
@@ -149,7 +150,10 @@ class SQADataset(torch.utils.data.Dataset):
             # after the microphone): on a recording that already has one it would filter
             # away the very cue its label names, so such a recording gets no channel
             y = self.channel(y, self.rng)
-        new_ref, weight = ref, 1.0
+            weight = self.channel_score_weight
+        else:
+            weight = 1.0
+        new_ref = ref
         if faults:
             y, new_faults = self.augmenter(y, self.rng, ref)
             if y is None:

@@ -64,6 +64,7 @@ DEFAULTS = {
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
     "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
     "channel_prob": 0.0,  # share of examples through a benign recording channel (pyutils.synth.channel)
+    "channel_score_weight": 1.0,  # score-loss weight of an example made only through a channel
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
@@ -211,7 +212,7 @@ def train(args) -> int:
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
                            frames_scp=train_frames, channel_prob=float(cfg["channel_prob"]),
-                           channel=channel)
+                           channel=channel, channel_score_weight=float(cfg["channel_score_weight"]))
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
                          embed_scp=dev_embed, frames_scp=dev_frames)
     if len(train_set) == 0:
