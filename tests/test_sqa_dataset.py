@@ -108,3 +108,8 @@ def test_channel_examples_keep_labels_and_score(tmp_path):
     assert a["labels"].tolist() == p["labels"].tolist() and float(a["score"]) == 2.5
     assert float(a["score_weight"]) == 1.0 and a["feats"].shape == p["feats"].shape
     assert not np.allclose(a["feats"].numpy(), p["feats"].numpy())
+    # channel_score_weight: only an example that went through a channel gets it
+    ds0 = SQADataset(*args, feats_cfg=cfg, channel_prob=1.0, channel=channel, channel_score_weight=0.0)
+    a0, b0 = ds0[ds0.utts.index("a")], ds0[ds0.utts.index("b")]
+    assert float(a0["score_weight"]) == 0.0 and float(a0["score"]) == 2.5
+    assert float(b0["score_weight"]) == 1.0   # b got no channel (it holds a distortion)
