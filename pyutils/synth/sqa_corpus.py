@@ -35,13 +35,16 @@ from pyutils.synth.sentences import sentence_pool
 from pyutils.synth.speech import speak, speak_chunks, voices
 
 PRESETS = {
-    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2},
-    "default": {"train": 1200, "dev": 150, "test": 150, "voices": 64, "real_copies": 8},
-    "large": {"train": 8000, "dev": 500, "test": 500, "voices": 400, "real_copies": 20},
+    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2, "real_train_copies": 1},
+    "default": {"train": 1200, "dev": 150, "test": 150, "voices": 64, "real_copies": 8,
+                "real_train_copies": 10},
+    "large": {"train": 8000, "dev": 500, "test": 500, "voices": 400, "real_copies": 20,
+              "real_train_copies": 40},
 }
 SPLITS = ("train", "dev", "test")
 REAL_SPLIT = "test_real"
 KIND_ID = 22
+REAL_CHUNK_S = (2.5, 7.0)   # training chunks of the packaged real recordings (seconds)
 
 FLITE_VOICES = ("slt", "rms", "awb", "kal16", "kal")
 ESPEAK_ACCENTS = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp",
@@ -102,6 +105,67 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
                           "seed": [seed, KIND_ID, 1, gidx]})
             gidx += 1
     items += _plan_real(lang, int(sizes.get("real_copies", 0)), vs, pool, seed)
+    items += _plan_real_train(lang, int(sizes.get("real_train_copies", 0)), vs, pool, seed)
+    return items
+
+
+def cut_at_quiet(x: np.ndarray, sr: int, min_s: float = REAL_CHUNK_S[0],
+                 max_s: float = REAL_CHUNK_S[1]) -> List[tuple]:
+    """``[(start_s, end_s), ...]``: ``x`` cut into chunks of ``min_s``..``max_s`` seconds, each cut
+    where the 200 ms moving energy is lowest in that window (a pause, where there is one).
+    A last piece shorter than ``min_s`` joins the chunk before it when that stays under
+    ``max_s + min_s``, else it is dropped."""
+    n = int(0.02 * sr)
+    m = len(x) // n
+    e = np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1)
+    e = np.convolve(e, np.ones(10) / 10, mode="same")
+    lo, hi = int(round(min_s / 0.02)), int(round(max_s / 0.02))
+    cuts, start = [], 0
+    while m - start > hi:
+        k = start + lo + int(np.argmin(e[start + lo:start + hi + 1]))
+        cuts.append((start, k))
+        start = k
+    if m - start >= lo:
+        cuts.append((start, m))
+    elif cuts and m - cuts[-1][0] <= hi + lo:
+        cuts[-1] = (cuts[-1][0], m)
+    return [(a * 0.02, b * 0.02) for a, b in cuts]
+
+
+def real_train_chunks() -> List[tuple]:
+    """``[(chunk_id, wav, start_s, end_s, speaker), ...]``: the real recordings that PyPI sdists
+    ship (:mod:`pyutils.corpora.packaged_speech`; empty if not fetched) cut by :func:`cut_at_quiet`."""
+    from pyutils.corpora.packaged_speech import available
+    from pyutils.synth.audio import read_wav
+
+    out = []
+    for name, wav, spk in available():
+        x, sr = read_wav(wav)
+        spans = cut_at_quiet(np.asarray(x, dtype=np.float64), sr) if len(x) / sr > REAL_CHUNK_S[1] \
+            else [(0.0, len(x) / sr)]
+        out += [(f"{name}_{k:02d}", wav, a, b, spk) for k, (a, b) in enumerate(spans)]
+    return out
+
+
+def _plan_real_train(lang: str, copies: int, vs: List[dict], pool: List[str], seed: int) -> List[dict]:
+    """Training recordings from real speech: each chunk ``copies`` times with its own faults."""
+    if lang != "en" or copies <= 0:
+        return []
+    chunks = real_train_chunks()
+    if not chunks:
+        print("sqa: no packaged real speech (make -C tools real_speech): training on synthetic voices only",
+              flush=True)
+        return []
+    rng = np.random.default_rng([seed, KIND_ID, 4])
+    items = []
+    for c in range(copies):
+        for ci, (cid, wav, a, b, spk) in enumerate(chunks):
+            others = [vs[int(j)] for j in rng.choice(len(vs), size=2, replace=False)]
+            babble = [pool[int(k)] for k in rng.choice(len(pool), size=2, replace=False)]
+            items.append({"kind": "sqa", "utt_id": f"real_{spk}-train-r{c:02d}{ci:02d}", "split": "train",
+                          "lang": lang, "spk": f"real_{spk}", "real_wav": wav, "real_span": [a, b],
+                          "sentences": [cid], "babble": [[o, s] for o, s in zip(others, babble)],
+                          "seed": [seed, KIND_ID, 5, c * 1000 + ci]})
     return items
 
 
@@ -144,6 +208,9 @@ def _real(item: dict, rng: np.random.Generator):
     from pyutils.synth.faults import pause_points
 
     x, sr = read_wav(item["real_wav"])
+    if item.get("real_span"):
+        a, b = item["real_span"]
+        x = x[int(round(a * sr)):int(round(b * sr))]
     x = resample(x, sr, SAMPLE_RATE).astype(np.float64)
     x = x - np.mean(x)
     x = x * (db_to_amp(-3 + rng.uniform(-2, 2)) / (np.abs(x).max() + 1e-9))
