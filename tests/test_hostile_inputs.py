@@ -111,8 +111,8 @@ def test_synth_out_with_space_and_semicolon_runs_no_command(tmp_path):
     """finding 5: --out is never pasted into a shell string (run through utils/run.pl)."""
     out = tmp_path / "my corpus;touch pwned"
     r = cli("chorus-synth", "sqa", "--preset", "ci", "--num-train", "2", "--num-dev", "1",
-            "--num-test", "1", "--num-voices", "2", "--nj", "2", "--cmd", "utils/run.pl",
-            "--out", out, cwd=tmp_path, timeout=300)
+            "--num-test", "1", "--num-voices", "2", "--real-train-copies", "0", "--nj", "2",
+            "--cmd", "utils/run.pl", "--out", out, cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "pwned").exists()
     assert (out / ".done").exists()

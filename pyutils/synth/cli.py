@@ -34,7 +34,7 @@ FORMAT_VERSION = 1
 #: arguments that change the corpus (``--nj``/``--cmd`` do not)
 IDENTITY = {
     "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
-    "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
+    "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
 
@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--lang xx tells)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
+            p.add_argument("--real-train-copies", type=int, default=None,
+                           help="copies (each with its own faults) of every chunk of the real recordings that "
+                                "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "
+                                "beside --num-train synthetic ones; 0 = none (override the preset)")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--nj", type=positive_int, default=1, help="number of parallel jobs")
@@ -88,6 +92,10 @@ def identity(args) -> dict:
     ident = {"kind": args.kind, "format_version": FORMAT_VERSION}
     for k in IDENTITY[args.kind]:
         ident[k] = getattr(args, k, None)
+    if args.kind == "sqa":   # the same arguments give another corpus once the real recordings are fetched
+        from pyutils.corpora.packaged_speech import available
+
+        ident["real_train_sources"] = [name for name, _, _ in available()]
     return ident
 
 
