@@ -156,16 +156,26 @@ def _plan_real_train(lang: str, copies: int, vs: List[dict], pool: List[str], se
         print("sqa: no packaged real speech (make -C tools real_speech): training on synthetic voices only",
               flush=True)
         return []
-    rng = np.random.default_rng([seed, KIND_ID, 4])
+
+    def item(c, ci, chunk, babble):
+        cid, wav, a, b, spk = chunk
+        return {"kind": "sqa", "utt_id": f"real_{spk}-train-r{c:02d}{ci:02d}", "split": "train",
+                "lang": lang, "spk": f"real_{spk}", "real_wav": wav, "real_span": [a, b],
+                "sentences": [cid], "babble": babble, "seed": [seed, KIND_ID, 5, c * 1000 + ci]}
+
+    return _copies(chunks, copies, np.random.default_rng([seed, KIND_ID, 4]), vs, pool, item)
+
+
+def _copies(sources: list, copies: int, rng: np.random.Generator, vs: List[dict], pool: List[str],
+            make_item) -> List[dict]:
+    """``make_item(copy, index, source, babble)`` for every copy of every real source; the
+    babble of each item is two sentences of two other voices, drawn from ``rng`` in that order."""
     items = []
     for c in range(copies):
-        for ci, (cid, wav, a, b, spk) in enumerate(chunks):
+        for ci, src in enumerate(sources):
             others = [vs[int(j)] for j in rng.choice(len(vs), size=2, replace=False)]
             babble = [pool[int(k)] for k in rng.choice(len(pool), size=2, replace=False)]
-            items.append({"kind": "sqa", "utt_id": f"real_{spk}-train-r{c:02d}{ci:02d}", "split": "train",
-                          "lang": lang, "spk": f"real_{spk}", "real_wav": wav, "real_span": [a, b],
-                          "sentences": [cid], "babble": [[o, s] for o, s in zip(others, babble)],
-                          "seed": [seed, KIND_ID, 5, c * 1000 + ci]})
+            items.append(make_item(c, ci, src, [[o, s] for o, s in zip(others, babble)]))
     return items
 
 
@@ -188,18 +198,15 @@ def _plan_real(lang: str, copies: int, vs: List[dict], pool: List[str], seed: in
     if not clips:
         print("sqa: pocketsphinx-testdata not installed: no test_real split", flush=True)
         return []
-    rng = np.random.default_rng([seed, KIND_ID, 2])
-    items = []
-    for c in range(copies):
-        for ci, (cid, wav, text) in enumerate(clips):
-            others = [vs[int(j)] for j in rng.choice(len(vs), size=2, replace=False)]
-            babble = [pool[int(k)] for k in rng.choice(len(pool), size=2, replace=False)]
-            spk = "real_" + cid.split("_")[0]
-            items.append({"kind": "sqa", "utt_id": f"{spk}-{REAL_SPLIT}-{c:02d}{ci:02d}", "split": REAL_SPLIT,
-                          "lang": lang, "spk": spk, "real_wav": wav, "sentences": [text],
-                          "babble": [[o, s] for o, s in zip(others, babble)],
-                          "seed": [seed, KIND_ID, 3, c * 1000 + ci]})
-    return items
+
+    def item(c, ci, clip, babble):
+        cid, wav, text = clip
+        spk = "real_" + cid.split("_")[0]
+        return {"kind": "sqa", "utt_id": f"{spk}-{REAL_SPLIT}-{c:02d}{ci:02d}", "split": REAL_SPLIT,
+                "lang": lang, "spk": spk, "real_wav": wav, "sentences": [text], "babble": babble,
+                "seed": [seed, KIND_ID, 3, c * 1000 + ci]}
+
+    return _copies(clips, copies, np.random.default_rng([seed, KIND_ID, 2]), vs, pool, item)
 
 
 def _real(item: dict, rng: np.random.Generator):
