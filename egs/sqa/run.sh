@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speech quality assessment (issue #7, QualiSpeech-style).
+# Speech quality assessment without reference (QualiSpeech-style): a score and fault intervals.
 #   ./run.sh                      # default preset: mini corpus, <= 15 min on 2 cores
 #   ./run.sh --preset ci          # whole recipe in ~2-3 minutes (CI)
 #   ./run.sh --stage 5 --stop-stage 7
