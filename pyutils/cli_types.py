@@ -16,6 +16,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """A whole number >= 0 (counts where 0 means "none")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
 def non_negative_float(text: str) -> float:
     """A finite number >= 0 (durations, thresholds; 0 often means "off")."""
     try:

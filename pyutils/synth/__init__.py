@@ -29,8 +29,5 @@ def preset_sizes(presets: dict, splits, args) -> dict:
     if getattr(args, "num_voices", None):
         sizes["voices"] = args.num_voices
     if getattr(args, "real_train_copies", None) is not None:
-        if args.real_train_copies < 0:
-            from pyutils.synth.io import SynthArgError
-            raise SynthArgError(f"--real-train-copies {args.real_train_copies}: must be >= 0")
         sizes["real_train_copies"] = args.real_train_copies
     return sizes

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import List
 
-from pyutils.cli_types import positive_int
+from pyutils.cli_types import non_negative_int, positive_int
 from pyutils.jobs import resolve_cmd
 from pyutils.synth.io import read_jsonl, write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--lang xx tells)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
-            p.add_argument("--real-train-copies", type=int, default=None,
+            p.add_argument("--real-train-copies", type=non_negative_int, default=None,
                            help="copies (each with its own faults) of every chunk of the real recordings that "
                                 "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "
                                 "beside --num-train synthetic ones; 0 = none (override the preset)")

@@ -114,7 +114,9 @@ def cut_at_quiet(x: np.ndarray, sr: int, min_s: float = REAL_CHUNK_S[0],
     """``[(start_s, end_s), ...]``: ``x`` cut into chunks of ``min_s``..``max_s`` seconds, each cut
     where the 200 ms moving energy is lowest in that window (a pause, where there is one).
     A last piece shorter than ``min_s`` joins the chunk before it when that stays under
-    ``max_s + min_s``, else it is dropped."""
+    ``max_s + min_s``, else it is dropped.  A recording of at most ``max_s`` is one chunk, whole."""
+    if len(x) / sr <= max_s:
+        return [(0.0, len(x) / sr)]
     n = int(0.02 * sr)
     m = len(x) // n
     e = np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1)
@@ -141,8 +143,7 @@ def real_train_chunks() -> List[tuple]:
     out = []
     for name, wav, spk in available():
         x, sr = read_wav(wav)
-        spans = cut_at_quiet(np.asarray(x, dtype=np.float64), sr) if len(x) / sr > REAL_CHUNK_S[1] \
-            else [(0.0, len(x) / sr)]
+        spans = cut_at_quiet(np.asarray(x, dtype=np.float64), sr)
         out += [(f"{name}_{k:02d}", wav, a, b, spk) for k, (a, b) in enumerate(spans)]
     return out
 
