@@ -5,26 +5,24 @@ from __future__ import annotations
 import argparse
 
 
-def positive_int(text: str) -> int:
-    """A whole number >= 1 (counts of jobs, voices, utterances, threads)."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (counts of jobs, voices, utterances, threads)."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """A whole number >= 0 (counts where 0 means "none")."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
+    return _int_at_least(text, 0)
 
 
 def non_negative_float(text: str) -> float:
