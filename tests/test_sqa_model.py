@@ -9,11 +9,13 @@ from pyutils.sqa.features import fbank
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model
 
 
-@pytest.mark.parametrize("encoder,pooling", [("gru", "att"), ("tcn", "att"), ("tcn", "rich")])
-def test_forward_shapes_at_20ms(encoder, pooling):
+@pytest.mark.parametrize("encoder,pooling,first", [("gru", "att", False), ("tcn", "att", False),
+                                                   ("tcn", "rich", False), ("tcn", "rich", True)])
+def test_forward_shapes_at_20ms(encoder, pooling, first):
     torch.manual_seed(0)
     model = SQAModel(ModelConfig(input_dim=40, conv_channels=16, rnn_hidden=8, rnn_layers=1,
-                                 encoder=encoder, tcn_dilations=(1, 2), score_pooling=pooling)).eval()
+                                 encoder=encoder, tcn_dilations=(1, 2), score_pooling=pooling,
+                                 subsample_first=first)).eval()
     durs = [1.0, 0.73, 0.31]
     feats = [fbank(np.random.default_rng(i).standard_normal(int(d * 16000)).astype(np.float32) * 0.1, 40)
              for i, d in enumerate(durs)]
@@ -34,6 +36,21 @@ def test_forward_shapes_at_20ms(encoder, pooling):
     n = int(out["lengths"][2])
     assert torch.allclose(single["frame_logits"][0, :n], out["frame_logits"][2, :n], atol=1e-4)
     assert torch.allclose(single["score"], out["score"][2:3], atol=1e-4)
+
+
+def test_subsample_first_moves_the_stride_and_old_checkpoints_keep_their_layout(tmp_path):
+    first = SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn", subsample_first=True))
+    assert [b.conv.stride[0] for b in first.frontend] == [2, 1, 1, 1]
+    assert first.frontend[1].residual and not first.frontend[0].residual
+    old = SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn")).eval()
+    assert [b.conv.stride[0] for b in old.frontend] == [1, 2, 1, 1]
+    # a checkpoint written before the option existed has no such key: it loads as the old layout
+    save_model(str(tmp_path / "old.pt"), old, {"mean": np.zeros(20, np.float32), "std": np.ones(20, np.float32)})
+    blob = torch.load(str(tmp_path / "old.pt"), weights_only=True)
+    del blob["model_config"]["subsample_first"]
+    torch.save(blob, str(tmp_path / "old.pt"))
+    loaded = load_model(str(tmp_path / "old.pt"))[0]
+    assert [b.conv.stride[0] for b in loaded.frontend] == [1, 2, 1, 1]
 
 
 def test_fit_length_crops_and_pads():

@@ -1,7 +1,9 @@
 """Multi-task SQA network at the 20 ms scoring grid.
 
 Input: normalised log-mel frames at 10 ms (B, T, F). A conv front-end with one
-stride-2 layer brings them to 20 ms (T' = ceil(T / 2)); a bidirectional GRU or
+stride-2 layer brings them to 20 ms (T' = ceil(T / 2)): its second layer, or
+with ``subsample_first`` its first, so that every layer after the first runs on
+half the frames (a training update ~20 % cheaper on CPU); a bidirectional GRU or
 a dilated-conv TCN gives context; three heads read the encoder output:
 
 - frame fault head: per-frame logits for (noise, distortion, pause);
@@ -60,6 +62,9 @@ class ModelConfig:
     # the score then does not depend on how an unseen kind of fault is split between the
     # two classes (the reference penalises both alike: 2.4 vs 2.2 x severity x coverage)
     score_faults: str = "class"
+    # the front-end's stride-2 layer first (kernel 5, 10 ms -> 20 ms) instead of second:
+    # the layers after it then run at 20 ms. False = the layout of models trained before
+    subsample_first: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,9 +110,10 @@ class SQAModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         c, h = cfg.conv_channels, cfg.rnn_hidden
+        strides = (2, 1) if cfg.subsample_first else (1, 2)   # the stride-2 layer: 10 ms -> 20 ms
         self.frontend = nn.Sequential(
-            ConvBlock(cfg.input_dim, c, 5, 1, cfg.dropout),
-            ConvBlock(c, c, 5, 2, cfg.dropout),   # 10 ms -> 20 ms
+            ConvBlock(cfg.input_dim, c, 5, strides[0], cfg.dropout),
+            ConvBlock(c, c, 5, strides[1], cfg.dropout),
             ConvBlock(c, c, 3, 1, cfg.dropout),
             ConvBlock(c, c, 3, 1, cfg.dropout),
         )

@@ -29,7 +29,7 @@ leave-one-family-out benchmark).
 from __future__ import annotations
 
 import numpy as np
-from scipy import signal
+from scipy import fft, signal
 
 from pyutils.synth.audio import SAMPLE_RATE, active_rms, db_to_amp
 from pyutils.synth.faults import make_noise
@@ -97,5 +97,8 @@ def apply_channel(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPLE_RATE
         y *= peak_in / peak_out
     level = active_rms(x64, sr)
     if level > 0:
-        y += make_noise(p["floor_kind"], len(y), rng, sr) * level * db_to_amp(-p["floor_db"])
+        # drawn at a fast FFT length and cut to the recording: pink noise of a length with
+        # large prime factors costs ~10x more, and a stationary floor is the same either way
+        m = fft.next_fast_len(len(y), real=True)
+        y += make_noise(p["floor_kind"], m, rng, sr)[: len(y)] * level * db_to_amp(-p["floor_db"])
     return y.astype(np.float32)
