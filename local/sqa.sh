@@ -47,7 +47,7 @@ train_set=train         # training set name
 dev_set=dev             # set used for early stopping and tuning
 test_sets="test test_real"   # sets to infer and score (test_real: real speech, dropped if the corpus has none)
 utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
-embed_opts="--whisper base --whisper-layer 4 --p808 true --p835 false"   # options of pyutils.sqa.embed
+embed_opts="--whisper base --whisper-layer 3 --p808 true --p835 false"   # options of pyutils.sqa.embed (block 3: RESULTS.md)
                         # dump; add "--frames-dim 48" to keep the Whisper frames (frame_embed: true in the config)
 train_config=conf/train_${preset}.yaml   # training hyper-parameters
 tag=${preset}           # model dir is exp/sqa_<tag>

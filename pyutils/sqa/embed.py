@@ -29,7 +29,7 @@ Vectors are cached per utterance (``embed.scp`` beside ``feats.scp``), so
 training never runs these models.  CLI (one job of a ``JOB=1:nj`` array)::
 
     python -m pyutils.sqa.embed dump --wav-scp dump/train/wav.3.scp --outdir dump/train --job 3 \
-        --whisper base --whisper-layer 4 --p808 true --frames-dim 48
+        --whisper base --whisper-layer 3 --p808 true --frames-dim 48
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import numpy as np
 
 from pyutils.sqa.common import SAMPLE_RATE, read_scp
 
-DEFAULT_CFG = {"whisper": "base", "whisper_layer": 4, "p808": True, "p835": False,
+DEFAULT_CFG = {"whisper": "base", "whisper_layer": 3, "p808": True, "p835": False,
                "frames_dim": 0, "frames_seed": 0}
 WHISPER_CHUNK_S = 30.0
 DNSMOS_WIN = 144160  # 9.01 s at 16 kHz: the input length of the DNSMOS models
@@ -112,7 +112,7 @@ class DnsmosP835:
 class WhisperPooled:
     """Mean and std over time of the Whisper encoder's hidden states after block ``layer``."""
 
-    def __init__(self, model: str = "base", layer: int = 4, frames_dim: int = 0, frames_seed: int = 0):
+    def __init__(self, model: str = "base", layer: int = 3, frames_dim: int = 0, frames_seed: int = 0):
         import torch
 
         from pyutils.whisper.espnet_models import build_whisper
