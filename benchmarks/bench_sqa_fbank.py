@@ -14,20 +14,12 @@ import time
 
 import numpy as np
 
-from pyutils.sqa.features import HOP, NFFT, WIN, _mel_matrix, fbank
+from pyutils.sqa.features import NFFT, _mel_matrix, fbank, windowed_frames
 
 
 def numpy_reference(x: np.ndarray, n_mels: int = 80) -> np.ndarray:
-    """The formula before scipy.fft (kept here only as the yardstick)."""
-    x = np.asarray(x, dtype=np.float32)
-    padded = np.pad(x, (WIN // 2, WIN // 2))
-    n_frames = 1 + len(x) // HOP
-    need = (n_frames - 1) * HOP + WIN
-    if len(padded) < need:
-        padded = np.pad(padded, (0, need - len(padded)))
-    frames = np.lib.stride_tricks.sliding_window_view(padded, WIN)[::HOP][:n_frames]
-    window = np.hanning(WIN + 1)[:-1].astype(np.float32)
-    spec = np.abs(np.fft.rfft(frames * window, n=NFFT)) ** 2
+    """The spectrum formula before scipy.fft (kept here only as the yardstick)."""
+    spec = np.abs(np.fft.rfft(windowed_frames(x), n=NFFT)) ** 2
     mel = spec.astype(np.float32) @ _mel_matrix(n_mels).T
     return np.log(np.maximum(mel, 1e-10)).astype(np.float32)
 
