@@ -112,7 +112,8 @@ class DnsmosP835:
 class WhisperPooled:
     """Mean and std over time of the Whisper encoder's hidden states after block ``layer``."""
 
-    def __init__(self, model: str = "base", layer: int = 3, frames_dim: int = 0, frames_seed: int = 0):
+    def __init__(self, model: str = DEFAULT_CFG["whisper"], layer: int = DEFAULT_CFG["whisper_layer"],
+                 frames_dim: int = 0, frames_seed: int = 0):
         import torch
 
         from pyutils.whisper.espnet_models import build_whisper
