@@ -93,6 +93,33 @@ def test_whisper_frames_are_on_the_20ms_grid(monkeypatch):
         UttEmbedder({"whisper": None, "p808": False, "frames_dim": 4})
 
 
+def test_several_whisper_blocks_concatenate_their_pooled_states(monkeypatch):
+    """``whisper_layer: [2, 1]`` = block 2's pooled vector, then block 1's, from one pass."""
+    pytest.importorskip("whisper")
+    import whisper.model as wm
+
+    import pyutils.whisper.espnet_models as em
+    from pyutils.sqa.embed import UttEmbedder, whisper_layers
+
+    monkeypatch.setattr(em, "build_whisper", lambda name, dims: wm.Whisper(wm.ModelDimensions(**TINY_DIMS)))
+    x = (np.random.default_rng(2).standard_normal(16000) * 0.1).astype(np.float32)
+    vecs = {}
+    for layer in (1, 2, [2, 1]):
+        torch.manual_seed(0)                                     # the same random weights each time
+        e = UttEmbedder({"whisper": "tiny-test", "whisper_layer": layer, "p808": False})
+        vecs[str(layer)] = e(x)
+        assert e.dim == vecs[str(layer)].shape[0]
+    assert vecs["[2, 1]"].shape == (2 * 2 * 16,)
+    assert np.allclose(vecs["[2, 1]"], np.concatenate([vecs["2"], vecs["1"]]), atol=1e-6)
+    assert not np.allclose(vecs["1"], vecs["2"], atol=1e-3)
+    assert whisper_layers("3,1") == (3, 1) and whisper_layers(2) == (2,) and whisper_layers([4]) == (4,)
+    for bad in ("3,3", "x", [], "3,,1"):
+        with pytest.raises(ValueError):
+            whisper_layers(bad)
+    with pytest.raises(ValueError, match="blocks 1..2"):
+        UttEmbedder({"whisper": "tiny-test", "whisper_layer": [1, 3], "p808": False})
+
+
 def test_training_and_inference_with_frames(tmp_path):
     kaldiio = pytest.importorskip("kaldiio")
     from pyutils.sqa import infer

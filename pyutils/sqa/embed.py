@@ -15,7 +15,9 @@ from models trained on real speech, fed to the score head
   padding; positional embeddings cut to the length; recordings longer than
   30 s in 30 s chunks), hidden states after block ``whisper_layer`` pooled to
   their mean and standard deviation over time -- ``2 * d_model`` values.
-  Only the blocks up to ``whisper_layer`` are run.
+  Only the blocks up to ``whisper_layer`` are run.  A list (``[3, 1]``, CLI
+  ``--whisper-layer 3,1``) pools each listed block and concatenates them in
+  that order, from the same pass.
 
 With ``frames_dim`` K > 0 the same hidden states are also kept per frame for the
 frame fault head: Whisper's encoder frames are 20 ms, the scoring grid.  Each
@@ -110,9 +112,14 @@ class DnsmosP835:
 
 
 class WhisperPooled:
-    """Mean and std over time of the Whisper encoder's hidden states after block ``layer``."""
+    """Mean and std over time of the Whisper encoder's hidden states after block ``layer``.
 
-    def __init__(self, model: str = DEFAULT_CFG["whisper"], layer: int = DEFAULT_CFG["whisper_layer"],
+    ``layer`` may also list several blocks (e.g. ``(3, 1)``): their pooled statistics are
+    concatenated in the listed order, all from one pass up to the deepest; the frames
+    (``frames_dim`` > 0) come from the first listed block.
+    """
+
+    def __init__(self, model: str = DEFAULT_CFG["whisper"], layer=DEFAULT_CFG["whisper_layer"],
                  frames_dim: int = 0, frames_seed: int = 0):
         import torch
 
@@ -120,10 +127,12 @@ class WhisperPooled:
 
         whole = build_whisper(model, None)
         enc = whole.encoder.eval()
-        if not 1 <= layer <= len(enc.blocks):
-            raise ValueError(f"whisper_layer {layer}: the encoder has blocks 1..{len(enc.blocks)}")
-        self.enc, self.layer, self.n_mels = enc, layer, whole.dims.n_mels
-        self.dim = 2 * whole.dims.n_audio_state
+        self.layers = whisper_layers(layer)
+        for b in self.layers:
+            if not 1 <= b <= len(enc.blocks):
+                raise ValueError(f"whisper_layer {b}: the encoder has blocks 1..{len(enc.blocks)}")
+        self.enc, self.n_mels = enc, whole.dims.n_mels
+        self.dim = 2 * whole.dims.n_audio_state * len(self.layers)
         self.torch = torch
         del whole.decoder
         self.frames_dim = int(frames_dim)
@@ -134,7 +143,8 @@ class WhisperPooled:
             self.proj = torch.from_numpy((rng.standard_normal((d, self.frames_dim)) / np.sqrt(d))
                                          .astype(np.float32))
 
-    def _frames(self, x: np.ndarray):
+    def _frames(self, x: np.ndarray) -> list:
+        """Hidden states ``(T_w, d_model)`` after each block of ``self.layers``, in that order."""
         import whisper
 
         torch = self.torch
@@ -146,31 +156,46 @@ class WhisperPooled:
         h = torch.nn.functional.gelu(enc.conv1(mel[None]))
         h = torch.nn.functional.gelu(enc.conv2(h)).permute(0, 2, 1)
         h = h + enc.positional_embedding[: h.shape[1]].to(h.dtype)
-        for block in enc.blocks[: self.layer]:
+        after = {}
+        for i, block in enumerate(enc.blocks[: max(self.layers)], 1):
             h = block(h)
-        return h[0]
+            after[i] = h[0]
+        return [after[b] for b in self.layers]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.encode(x)[0]
 
     def encode(self, x: np.ndarray):
-        """-> (pooled ``(2 d_model,)``, projected frames ``(T_w, frames_dim)`` or None)."""
+        """-> (pooled ``(2 d_model * len(layers),)``, projected frames ``(T_w, frames_dim)`` or None)."""
         torch = self.torch
         n = int(WHISPER_CHUNK_S * SAMPLE_RATE)
         total, sq, count, frames = None, None, 0, []
         with torch.no_grad():
             for a in range(0, max(len(x), 1), n):
-                h32 = self._frames(x[a:a + n])
+                states = self._frames(x[a:a + n])
                 if self.proj is not None:
-                    frames.append(torch.nn.functional.layer_norm(h32, h32.shape[-1:]) @ self.proj)
-                h = h32.double()
-                total = h.sum(0) if total is None else total + h.sum(0)
-                sq = (h ** 2).sum(0) if sq is None else sq + (h ** 2).sum(0)
-                count += h.shape[0]
+                    frames.append(torch.nn.functional.layer_norm(states[0], states[0].shape[-1:]) @ self.proj)
+                h = torch.stack(states).double()              # (layers, T_w, d_model)
+                total = h.sum(1) if total is None else total + h.sum(1)
+                sq = (h ** 2).sum(1) if sq is None else sq + (h ** 2).sum(1)
+                count += h.shape[1]
         mean = total / count
         std = torch.sqrt(torch.clamp(sq / count - mean ** 2, min=1e-8))
-        pooled = torch.cat([mean, std]).float().numpy()
+        pooled = torch.cat([torch.cat([m, s]) for m, s in zip(mean, std)]).float().numpy()
         return pooled, (torch.cat(frames).numpy() if frames else None)
+
+
+def whisper_layers(layer) -> tuple:
+    """``3``, ``"3"``, ``"3,1"`` or ``[3, 1]`` -> ``(3,)`` / ``(3, 1)``; ValueError on repeats or junk."""
+    if isinstance(layer, str):
+        try:
+            layer = [int(v) for v in layer.split(",")]
+        except ValueError:
+            raise ValueError(f"whisper_layer {layer!r}: give block numbers, e.g. 3 or 3,1") from None
+    layers = (int(layer),) if isinstance(layer, (int, np.integer)) else tuple(int(v) for v in layer)
+    if not layers or len(set(layers)) != len(layers):
+        raise ValueError(f"whisper_layer {layer!r}: one or more distinct block numbers")
+    return layers
 
 
 class UttEmbedder:
@@ -182,7 +207,7 @@ class UttEmbedder:
         self.p835 = DnsmosP835() if self.cfg["p835"] else None
         if int(self.cfg["frames_dim"]) > 0 and not self.cfg["whisper"]:
             raise ValueError("frames_dim > 0 needs the Whisper encoder (whisper: none given)")
-        self.whisper = (WhisperPooled(self.cfg["whisper"], int(self.cfg["whisper_layer"]),
+        self.whisper = (WhisperPooled(self.cfg["whisper"], self.cfg["whisper_layer"],
                                       int(self.cfg["frames_dim"]), int(self.cfg["frames_seed"]))
                         if self.cfg["whisper"] else None)
 
@@ -290,7 +315,8 @@ def main(argv=None) -> int:
     d.add_argument("--outdir", required=True)
     d.add_argument("--job", default="1")
     d.add_argument("--whisper", default="base", help="Whisper weights ('base', a path) or 'none'")
-    d.add_argument("--whisper-layer", type=int, default=DEFAULT_CFG["whisper_layer"])
+    d.add_argument("--whisper-layer", default=str(DEFAULT_CFG["whisper_layer"]),
+                   help="encoder block whose states are pooled, or several (e.g. 3,1: both, concatenated)")
     d.add_argument("--p808", choices=("true", "false"), default="true")
     d.add_argument("--p835", choices=("true", "false"), default="false")
     d.add_argument("--frames-dim", type=int, default=0,
@@ -301,7 +327,12 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(a.num_threads)
-    cfg = {"whisper": None if a.whisper in ("none", "") else a.whisper, "whisper_layer": a.whisper_layer,
+    try:
+        layers = whisper_layers(a.whisper_layer)
+    except ValueError as e:
+        p.error(str(e))
+    cfg = {"whisper": None if a.whisper in ("none", "") else a.whisper,
+           "whisper_layer": layers[0] if len(layers) == 1 else list(layers),
            "p808": a.p808 == "true", "p835": a.p835 == "true",
            "frames_dim": a.frames_dim, "frames_seed": a.frames_seed}
     if a.frames_dim < 0:
