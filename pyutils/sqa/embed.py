@@ -156,11 +156,12 @@ class WhisperPooled:
         h = torch.nn.functional.gelu(enc.conv1(mel[None]))
         h = torch.nn.functional.gelu(enc.conv2(h)).permute(0, 2, 1)
         h = h + enc.positional_embedding[: h.shape[1]].to(h.dtype)
-        after = {}
+        kept = {}                                   # only the listed blocks' states are held
         for i, block in enumerate(enc.blocks[: max(self.layers)], 1):
             h = block(h)
-            after[i] = h[0]
-        return [after[b] for b in self.layers]
+            if i in self.layers:
+                kept[i] = h[0]
+        return [kept[b] for b in self.layers]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.encode(x)[0]
