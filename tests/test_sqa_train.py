@@ -144,3 +144,57 @@ def test_model_with_embeddings_needs_them(tmp_path):
     assert out["score"].shape == (2,)
     with pytest.raises(ValueError, match="needs utterance embeddings of 3 dims"):
         m(x, torch.tensor([50, 30]))
+
+
+def test_ema_weights_are_what_model_pt_keeps_and_resume_restores_them(tmp_path):
+    import torch
+
+    from pyutils.sqa.model import load_model
+    from pyutils.sqa.train import main
+
+    d = _tiny_set(tmp_path, with_embed=False)
+    cfg = (tmp_path / "cfg.yaml").read_text()
+    (tmp_path / "cfg.yaml").write_text(cfg + "ema_decay: 0.9\n")
+    out = tmp_path / "ema"
+    assert main(_args(tmp_path, d, out)) == 0
+    ck = torch.load(out / "last.pt", weights_only=True)
+    ema = {k[len("module."):]: v for k, v in ck["ema"].items() if k.startswith("module.")}
+    assert int(ck["ema"]["n_averaged"]) == 7                  # one average per update
+    model, _, _, extra = load_model(str(out / "model.pt"))
+    raw = ck["model"]
+    # the best epoch is the last one here (7 updates, loss still falling) or an earlier EMA state:
+    # either way model.pt holds averaged weights, which differ from the raw ones after 7 updates
+    saved = model.state_dict()
+    assert any(not torch.equal(saved[k], raw[k]) for k in raw if raw[k].is_floating_point())
+    if extra["epoch"] == 3:
+        assert all(torch.equal(saved[k], ema[k]) for k in saved)
+    # a run killed during epoch 3 and resumed ends with the same averaged weights as the full run
+    import pyutils.sqa.train as train_mod
+
+    calls = {"n": 0}
+    real_evaluate = train_mod.evaluate
+
+    def dying_evaluate(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_evaluate(*a, **k)
+
+    out2 = tmp_path / "ema2"
+    train_mod.evaluate = dying_evaluate
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            main(_args(tmp_path, d, out2))
+    finally:
+        train_mod.evaluate = real_evaluate
+    assert torch.load(out2 / "last.pt", weights_only=True)["epoch"] == 2
+    assert main(_args(tmp_path, d, out2) + ["--resume"]) == 0
+    resumed = torch.load(out2 / "last.pt", weights_only=True)["ema"]
+    assert all(torch.equal(resumed[k], ck["ema"][k]) for k in resumed)
+    # last.pt without EMA weights under ema_decay > 0 is refused, not silently restarted
+    bad = torch.load(out2 / "last.pt", weights_only=True)
+    del bad["ema"]
+    bad["epoch"] = 1
+    torch.save(bad, out2 / "last.pt")
+    with pytest.raises(SystemExit, match="no EMA weights"):
+        main(_args(tmp_path, d, out2) + ["--resume"])

@@ -32,6 +32,9 @@ types the on-the-fly augmentation must not make (leave-one-family-out runs);
 ``augment_extra_kinds`` adds the simulator's augmentation-only kinds to it.
 ``channel_prob`` passes that share of the training examples through a random
 benign recording channel (:mod:`pyutils.synth.channel`), labels and score kept.
+``ema_decay`` d > 0 keeps an exponential moving average of the weights,
+``w_ema <- d * w_ema + (1 - d) * w`` after every update (``torch.optim.swa_utils``);
+the dev loss is then measured on, and ``model.pt`` holds, the averaged weights.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ DEFAULTS = {
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
     "frame_embed": False,  # feed frames.scp (Whisper encoder frames, 20 ms) to the frame encoder
+    "ema_decay": 0.0,     # > 0: dev selection and model.pt use an EMA of the weights (0 = off)
     "seed": 0,
     "num_threads": 1,     # >1 thrashes on a loaded machine (measured 10x slower at load 10 on 2 cores)
     "num_workers": 1,     # data loading/augmentation in a separate process (the 2nd core)
@@ -140,6 +144,17 @@ def frames_stats(frames, utts) -> tuple:
     mean = total / max(count, 1)
     std = np.sqrt(np.maximum(sq / max(count, 1) - mean ** 2, 1e-8))
     return torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
+
+
+def make_ema(model, decay: float):
+    """Exponential moving average of ``model``'s weights and buffers (None when ``decay`` is 0)."""
+    if decay <= 0:
+        return None
+    if not decay < 1:
+        raise ValueError(f"ema_decay must be in [0, 1), got {decay}")
+    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
 
 def _seed_worker(_worker_id: int) -> None:
@@ -238,6 +253,7 @@ def train(args) -> int:
     model = model.to(device)
     mean, std = mean.to(device), std.to(device)
     n_params = sum(p.numel() for p in model.parameters())
+    ema = make_ema(model, float(cfg["ema_decay"]))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     total_steps = int(cfg["max_updates"]) or max(1, cfg["epochs"] * len(sampler))
     max_epochs = -(-total_steps // len(sampler))
@@ -258,6 +274,11 @@ def train(args) -> int:
         ck = safe_torch_load(last_path, device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
+        if ema is not None:
+            if "ema" not in ck:
+                raise SystemExit(f"{last_path} has no EMA weights but ema_decay is "
+                                 f"{cfg['ema_decay']}: remove it to train from scratch")
+            ema.load_state_dict(ck["ema"])
         start_epoch, best, step, spent = ck["epoch"] + 1, ck["best"], ck["step"], ck["seconds"]
         sched_steps = int(ck.get("sched_steps", total_steps))
         if "torch_rng" in ck:  # the same augmentation/worker seeds as an uninterrupted run
@@ -302,6 +323,8 @@ def train(args) -> int:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
             opt.step()
+            if ema is not None:
+                ema.update_parameters(model)
             tot += loss.item()
             parts += [p["score"], p["frame"], p["utt"]]
             nb += 1
@@ -317,7 +340,8 @@ def train(args) -> int:
                 sched_steps = max(step + 1, fit)
                 print(f"the time budget of {cfg['max_minutes']} min allows about {fit} of "
                       f"{total_steps} steps: LR schedule over {sched_steps} steps", flush=True)
-        dev_loss = evaluate(model, dev_loader, mean, std, cfg, device)
+        kept = model if ema is None else ema.module   # the weights dev selects and model.pt keeps
+        dev_loss = evaluate(kept, dev_loader, mean, std, cfg, device)
         secs = time.time() - t0
         parts /= max(nb, 1)
         print(f"epoch {epoch}: train loss {tot / max(nb, 1):.4f} (score {parts[0]:.3f} frame {parts[1]:.3f} "
@@ -327,13 +351,16 @@ def train(args) -> int:
                     f"{parts[2]:.5f}\t{secs:.1f}\n")
         if dev_loss < best:
             best = dev_loss
-            save_model(os.path.join(args.outdir, "model.pt"), model.cpu(), stats,
+            save_model(os.path.join(args.outdir, "model.pt"), kept.cpu(), stats,
                        {"epoch": epoch, "step": step, "dev_loss": dev_loss, "train_config": cfg,
                         "features": feats_cfg, "embed": embed_cfg})
-            model.to(device)
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
-                    "seconds": time.time() - t_start, "epoch": epoch, "best": best,
-                    "sched_steps": sched_steps, "torch_rng": torch.get_rng_state()}, last_path + ".tmp")
+            kept.to(device)
+        ck = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+              "seconds": time.time() - t_start, "epoch": epoch, "best": best,
+              "sched_steps": sched_steps, "torch_rng": torch.get_rng_state()}
+        if ema is not None:
+            ck["ema"] = ema.state_dict()
+        torch.save(ck, last_path + ".tmp")
         os.replace(last_path + ".tmp", last_path)
     if not _usable_model(model_path):
         raise SystemExit(f"training ended without a usable {model_path}")
