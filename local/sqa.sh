@@ -148,6 +148,7 @@ fi
 
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
+  pending=""   # sets dumped in this run: embedded together below, then checked and marked
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
@@ -160,6 +161,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     [ -e "${out}/.done" ] && log "  ${s}: dumping again: ${_why}"
     rm -rf "${out}"
     mkdir -p "${out}/split${nj}" "${out}/log"
+    echo "${sig}" > "${out}/.sig"
     # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
     n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
     _nj=$(( n_utt < nj ? n_utt : nj ))
@@ -170,11 +172,25 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
         --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad ) \
         $( [ "${cue_feature}" = true ] && echo --cues )
-    if [ "${utt_embed}" = true ]; then
-      # shellcheck disable=SC2086
-      ${train_cmd} JOB=1:${_nj} "${out}/log/embed.JOB.log" \
-        python -m pyutils.sqa.embed dump --wav-scp "${out}/wav.JOB.scp" --outdir "${out}" --job JOB ${embed_opts}
-    fi
+    echo "${_nj}" > "${out}/nj"
+    pending="${pending} ${s}"
+  done
+  if [ "${utt_embed}" = true ] && [ -n "${pending}" ]; then
+    # one array job for all sets: each process loads Whisper and DNSMOS once (~10 s), not once per set
+    _pairs=(); _maxnj=1
+    for s in ${pending}; do
+      _pairs+=(--wav-scp "${dump_dir}/${s}/wav.JOB.scp" --outdir "${dump_dir}/${s}")
+      _n=$(cat "${dump_dir}/${s}/nj"); [ "${_n}" -gt "${_maxnj}" ] && _maxnj=${_n}
+    done
+    log "  embedding${pending} (logs: ${dump_dir}/log/embed.*.log)"
+    mkdir -p "${dump_dir}/log"
+    # shellcheck disable=SC2086
+    ${train_cmd} JOB=1:${_maxnj} "${dump_dir}/log/embed.JOB.log" \
+      python -m pyutils.sqa.embed dump "${_pairs[@]}" --missing-ok --job JOB ${embed_opts}
+  fi
+  for s in ${pending}; do
+    out=${dump_dir}/${s}
+    _nj=$(cat "${out}/nj")
     for f in feats wav $( [ "${utt_embed}" = true ] && echo embed) \
              $( [ "${utt_embed}" = true ] && [ -f "${out}/frames.1.scp" ] && echo frames); do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
@@ -183,7 +199,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}"; done | sort > "${out}/${f}"
     done
     cp "${data_dir}/${s}/ref.jsonl" "${out}/ref.jsonl"
-    echo "${_nj}" > "${out}/nj"
+    n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
     n_bad=$(wc -l < "${out}/bad")
     if [ "${n_bad}" -gt 0 ]; then
       log "  ${s}: skipped ${n_bad} of ${n_utt} recordings (unreadable, empty or too short); list: ${out}/bad"
@@ -191,7 +207,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     fi
     [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
-    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${sig}" --dir "${out}"
+    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "$(cat "${out}/.sig")" --dir "${out}"
   done
   stage_timer "2 features+embeddings"
 fi
