@@ -162,3 +162,46 @@ def test_training_and_inference_with_frames(tmp_path):
     assert probs[12:28].mean() > probs[35:].mean() + 0.2
     (d / "frames.scp").unlink()
     assert infer.main(["--model-dir", str(out), "--data-dir", str(d), "--outdir", str(tmp_path / "inf2")]) == 2
+
+
+def test_embed_cli_embeds_several_sets_with_one_model_load(tmp_path, monkeypatch):
+    """``embed dump`` with two --wav-scp/--outdir pairs writes each set's own embed.JOB.scp;
+    --missing-ok skips a pair whose piece does not exist; unpaired options are an error."""
+    pytest.importorskip("speechmos")
+    sf = pytest.importorskip("soundfile")
+    kaldiio = pytest.importorskip("kaldiio")
+    from pyutils.sqa import embed
+
+    built = []
+    real = embed.UttEmbedder
+
+    class Counting(real):
+        def __init__(self, cfg=None):
+            built.append(1)
+            super().__init__(cfg)
+
+    monkeypatch.setattr(embed, "UttEmbedder", Counting)
+    rng = np.random.default_rng(0)
+    args = []
+    for name, n in (("a", 2), ("b", 1)):
+        d = tmp_path / name
+        d.mkdir()
+        lines = []
+        for i in range(n):
+            wav = d / f"{name}{i}.wav"
+            sf.write(str(wav), (0.1 * rng.standard_normal(8000)).astype(np.float32), 16000)
+            lines.append(f"{name}{i} {wav}\n")
+        (d / "wav.1.scp").write_text("".join(lines))
+        args += ["--wav-scp", str(d / "wav.1.scp"), "--outdir", str(d)]
+    missing = ["--wav-scp", str(tmp_path / "c" / "wav.1.scp"), "--outdir", str(tmp_path / "c")]
+    common = ["--whisper", "none", "--p808", "true", "--job", "1"]
+    with pytest.raises(SystemExit):
+        embed.main(["dump"] + args + missing + common)             # missing piece, no --missing-ok
+    with pytest.raises(SystemExit):
+        embed.main(["dump"] + args + ["--wav-scp", "x.scp"] + common)   # unpaired
+    assert embed.main(["dump"] + args + missing + common + ["--missing-ok"]) == 0
+    assert len(built) == 1
+    for name, n in (("a", 2), ("b", 1)):
+        vecs = dict(kaldiio.load_scp_sequential(str(tmp_path / name / "embed.1.scp")))
+        assert sorted(vecs) == [f"{name}{i}" for i in range(n)] and vecs[f"{name}0"].shape == (1, 1)
+    assert not (tmp_path / "c").exists()
