@@ -280,7 +280,9 @@ def train(args) -> int:
                                  f"{cfg['ema_decay']}: remove it to train from scratch")
             ema.load_state_dict(ck["ema"])
         start_epoch, best, step, spent = ck["epoch"] + 1, ck["best"], ck["step"], ck["seconds"]
-        sched_steps = int(ck.get("sched_steps", total_steps))
+        # a time-limited schedule is kept; without a time budget the schedule is the
+        # configured length (a raised max_updates then continues instead of stopping)
+        sched_steps = int(ck.get("sched_steps", total_steps)) if budget_s > 0 else total_steps
         if "torch_rng" in ck:  # the same augmentation/worker seeds as an uninterrupted run
             torch.set_rng_state(ck["torch_rng"].cpu())
         print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
