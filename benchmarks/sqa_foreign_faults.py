@@ -44,8 +44,8 @@ the recall of its fault type, how often the other class (noise <-> distortion)
 was called instead, and its mean frame IoU; ``--work``/results.json holds it all
 (written atomically).
 
-    PYTHONPATH=. tools/venv/bin/python benchmarks/sqa_foreign_faults.py \
-        --model-dir /work/fresh4/egs/sqa/exp/sqa_default --num 120 --seed 0
+    PYTHONPATH=. tools/venv/bin/python benchmarks/sqa_foreign_faults.py --num 120 --seed 0
+        --model-dir /work/fresh4/egs/sqa/exp/sqa_default [--model-dir OTHER ...]
 """
 
 from __future__ import annotations
