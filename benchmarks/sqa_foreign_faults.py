@@ -45,7 +45,7 @@ was called instead, and its mean frame IoU; ``--work``/results.json holds it all
 (written atomically).
 
     PYTHONPATH=. tools/venv/bin/python benchmarks/sqa_foreign_faults.py --num 120 --seed 0
-        --model-dir /work/fresh4/egs/sqa/exp/sqa_default [--model-dir OTHER ...]
+        --model-dir egs/sqa/exp/sqa_default [--model-dir OTHER ...]
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ SKIPPED = {"Mp3Compression": "no backend installed (fast-mp3-augment, lameenc, p
            "RoomSimulator": "needs pyroomacoustics (an extra, not installed)",
            "AddBackgroundNoise": "needs sound files", "AddShortNoises": "needs sound files",
            "ApplyImpulseResponse": "needs impulse-response files"}
-DEFAULT_MODEL = "/work/fresh4/egs/sqa/exp/sqa_default"
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "egs", "sqa", "exp", "sqa_default")
 
 
 class BenchError(Exception):
