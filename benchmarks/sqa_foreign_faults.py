@@ -11,7 +11,13 @@ several times.  Per recording 0-2 faults of distinct types (about 15 % clean):
 
 * noise (audiomentations): ``AddGaussianSNR``, ``AddColorNoise`` (pink, brown, blue);
 * distortion (audiomentations): ``ClippingDistortion``, ``BitCrush``,
-  ``LowPassFilter``, ``BandPassFilter``, ``Aliasing``, ``TanhDistortion``;
+  ``LowPassFilter``, ``BandPassFilter``, ``Aliasing``, ``TanhDistortion``,
+  ``Mp3Compression`` (8-32 kbps, lameenc backend; the codec delay, measured once per
+  bitrate by cross-correlating a fixed probe, is trimmed so nothing is shifted) and
+  ``ApplyImpulseResponse`` (reverberation; impulse responses made here, no downloads:
+  a direct-path impulse at t = 0 plus exponentially decaying Gaussian noise with RT60
+  0.3-1.2 s, written as 16 kHz WAVs under ``--out``/ir; the output is brought back to
+  the input's peak, undoing the library's peak-0.5 normalisation);
 * pause: 0.3-1.5 s of digital silence or room tone (Gaussian noise at the clip's
   own quiet-frame level) inserted at a quiet point between words.
 
@@ -19,15 +25,17 @@ Noise and distortion are applied to one random interval ``[s, e]`` (whole
 milliseconds) only: the transform runs on ``[s - 10 ms, e + 10 ms]`` and is
 cross-faded in linearly over those 10 ms outside the label, so every sample
 inside ``[s, e]`` is the transform's output and every sample outside
-``[s - 10 ms, e + 10 ms]`` is untouched.  Skipped transforms: ``Mp3Compression``
-(none of its backends fast-mp3-augment / lameenc / pydub is installed),
-``RoomSimulator`` (needs pyroomacoustics, an extra), ``AddBackgroundNoise``,
-``AddShortNoises``, ``ApplyImpulseResponse`` (need sound files).
+``[s - 10 ms, e + 10 ms]`` is untouched.  A reverb tail that would ring past
+``e + 10 ms`` is cut there (the library keeps the length; the cross-fade ends it),
+so the label stays exactly ``[s, e]``.  Skipped transforms: ``RoomSimulator``
+(needs pyroomacoustics, an extra; ``ApplyImpulseResponse`` with our own impulse
+responses stands in), ``AddBackgroundNoise``, ``AddShortNoises`` (need sound files).
 
 Reference score: :func:`quality_score` (its docstring has the formula), an
 independent severity model.  Files: ``wav/*.wav`` (16 kHz mono 16-bit),
-``wav.scp``, ``ref.jsonl`` (``chorus-score sqa`` format), ``faults.jsonl``
-(each fault's type, transform, parameters, interval).
+``wav.scp``, ``ref.jsonl`` (``chorus-score sqa`` format), ``ir/*.wav`` (the impulse
+responses, 32-bit float), ``faults.jsonl`` (each fault's type, transform,
+parameters, interval).
 
 Evaluation, per ``--model-dir`` (repeatable; each needs ``model.pt``,
 ``postproc.json`` and ``.train.done``): features and utterance embeddings are
@@ -57,7 +65,10 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
+from functools import lru_cache
 
 import numpy as np
 
@@ -72,11 +83,13 @@ WEIGHTS = {"noise": 2.0, "distortion": 2.2, "pause": 1.2}
 N_FAULTS_P = (0.15, 0.5, 0.35)   # P(0, 1, 2 faults)
 NOISE_KINDS = ("gaussian", "pink", "brown", "blue")
 DISTORTIONS = ("ClippingDistortion", "BitCrush", "LowPassFilter", "BandPassFilter", "Aliasing",
-               "TanhDistortion")
-SKIPPED = {"Mp3Compression": "no backend installed (fast-mp3-augment, lameenc, pydub are extras)",
-           "RoomSimulator": "needs pyroomacoustics (an extra, not installed)",
-           "AddBackgroundNoise": "needs sound files", "AddShortNoises": "needs sound files",
-           "ApplyImpulseResponse": "needs impulse-response files"}
+               "TanhDistortion", "Mp3Compression", "ApplyImpulseResponse")
+MP3_BITRATES = (8, 16, 24, 32)   # kbps: low only, so the compression is an audible fault
+RT60_RANGE = (0.3, 1.2)          # s, of the self-made impulse responses
+IR_TAIL_GAIN = 0.0536            # tail std at t = 0: direct-to-reverberant ratio 0 dB at RT60 0.3 s, -6 dB at 1.2 s
+SKIPPED = {"RoomSimulator": "needs pyroomacoustics (an extra, not installed); ApplyImpulseResponse with "
+                            "self-made impulse responses stands in",
+           "AddBackgroundNoise": "needs sound files", "AddShortNoises": "needs sound files"}
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "egs", "sqa", "exp", "sqa_default")
 
 
@@ -133,10 +146,114 @@ def crossfade_apply(x: np.ndarray, s: int, e: int, fn, fade: int = int(FADE_S * 
     return y
 
 
-def draw_transform(kind: str, rng: np.random.Generator, choice: str | None = None):
-    """``(name, params, audiomentations transform)`` of a noise or distortion, parameters drawn here
-    (each ``min_* = max_*``, so the library's own draw is that value).  ``choice`` (a member of
-    :data:`NOISE_KINDS` or :data:`DISTORTIONS`) fixes the transform instead of drawing it."""
+def _probe_delay(t, sample_rate: int) -> int:
+    """Samples by which ``t`` (length-changing) delays its input: the lag of the cross-correlation
+    peak between its output and a fixed 0.5 s noise burst, over the lags it can have."""
+    x = (0.3 * np.random.default_rng(12345).standard_normal(sample_rate // 2)).astype(np.float32)
+    state = random.getstate(), np.random.get_state()
+    try:
+        y = np.asarray(t(samples=x.copy(), sample_rate=sample_rate), dtype=np.float64)
+    finally:
+        random.setstate(state[0])
+        np.random.set_state(state[1])
+    extra = len(y) - len(x)
+    if extra < 0:
+        raise RuntimeError(f"{type(t).__name__} shortened its input ({len(x)} -> {len(y)} samples)")
+    c = np.array([np.dot(y[k:k + len(x)], x) for k in range(extra + 1)])
+    return int(np.argmax(c))
+
+
+@lru_cache(maxsize=None)
+def mp3_delay(bitrate: int, sample_rate: int = SR) -> int:
+    """Encoder + decoder delay of :class:`Mp3Aligned` at ``bitrate`` (measured once; 1105 samples at
+    16-32 kbps, 2210 at 8 kbps where LAME encodes at 8 kHz, with lameenc 1.9.0 + libsndfile 1.2)."""
+    return _probe_delay(Mp3Aligned(bitrate, align=False), sample_rate)
+
+
+class Mp3Aligned:
+    """audiomentations' ``Mp3Compression`` (lameenc backend) at one bitrate, output aligned to the input.
+
+    The lameenc backend only runs with ``preserve_delay=True``: its output is the input delayed by
+    the LAME encoder + decoder delay (:func:`mp3_delay`, found by cross-correlation on a fixed probe,
+    not on the speech, so it cannot lock onto a wrong peak) and padded at the end.  Those delay
+    samples are trimmed and the result cut to the input length, so the compressed speech sits at
+    its original position and the label interval stays exact.
+    """
+
+    def __init__(self, bitrate: int, align: bool = True):
+        import audiomentations as A
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)     # "lameenc backend is deprecated"
+            self.t = A.Mp3Compression(bitrate, bitrate, backend="lameenc", preserve_delay=True, p=1.0)
+        self.bitrate, self.align = bitrate, align
+
+    def __call__(self, samples: np.ndarray, sample_rate: int) -> np.ndarray:
+        y = np.asarray(self.t(samples=samples, sample_rate=sample_rate), dtype=np.float32)
+        if not self.align:
+            return y
+        d = mp3_delay(self.bitrate, sample_rate)
+        y = y[d:d + len(samples)]
+        return np.pad(y, (0, len(samples) - len(y))) if len(y) < len(samples) else y
+
+
+class ReverbPeakKept:
+    """audiomentations' ``ApplyImpulseResponse`` (one IR file, length kept: the tail past the input's
+    end is cut) with its peak-0.5 normalisation undone: the output is scaled to the input's peak, so
+    the fault is the reverberation and not a level jump at the interval's edges."""
+
+    def __init__(self, ir_file: str):
+        import audiomentations as A
+
+        self.t = A.ApplyImpulseResponse(ir_file, p=1.0, leave_length_unchanged=True)
+
+    def __call__(self, samples: np.ndarray, sample_rate: int) -> np.ndarray:
+        y = np.asarray(self.t(samples=samples, sample_rate=sample_rate), dtype=np.float32)
+        peak_in, peak_out = float(np.abs(samples).max()), float(np.abs(y).max())
+        return y * np.float32(peak_in / peak_out) if peak_out > 0 else y
+
+
+_TMP_IR_DIR = []
+
+
+def default_ir_dir() -> str:
+    """A temporary directory for impulse responses (removed at exit) when no ``ir_dir`` is given."""
+    if not _TMP_IR_DIR:
+        import atexit
+        import shutil
+
+        _TMP_IR_DIR.append(tempfile.mkdtemp(prefix="sqa_foreign_ir_"))
+        atexit.register(shutil.rmtree, _TMP_IR_DIR[0], True)
+    return _TMP_IR_DIR[0]
+
+
+def make_ir(rt60: float, seed: int, ir_dir: str) -> tuple:
+    """``(path, drr_db)``: a synthetic room impulse response at 16 kHz, written (temp + rename) to
+    ``ir_dir/rt60_<ms>ms_<seed>.wav`` unless there already: 1 at t = 0 (the direct path, so the
+    convolution shifts nothing), then Gaussian noise of std ``IR_TAIL_GAIN`` decaying by 60 dB over
+    ``rt60`` seconds (its length).  Same ``(rt60, seed)``, same file."""
+    import soundfile as sf
+
+    n = max(2, int(round(rt60 * SR)))
+    h = IR_TAIL_GAIN * np.random.default_rng([seed, 60]).standard_normal(n) * np.exp(-6.9078 * np.arange(n) / (rt60 * SR))
+    h[0] = 1.0
+    drr = float(10 * np.log10(1.0 / np.sum(np.square(h[1:]))))
+    os.makedirs(ir_dir, exist_ok=True)
+    path = os.path.join(ir_dir, f"rt60_{int(round(rt60 * 1000))}ms_{seed}.wav")
+    if not os.path.isfile(path):
+        tmp = path + ".tmp.wav"
+        sf.write(tmp, h.astype(np.float32), SR, subtype="FLOAT")
+        os.replace(tmp, path)
+    return path, drr
+
+
+def draw_transform(kind: str, rng: np.random.Generator, choice: str | None = None, ir_dir: str | None = None):
+    """``(name, params, transform)`` of a noise or distortion (an audiomentations transform, or a thin
+    wrapper of one: :class:`Mp3Aligned`, :class:`ReverbPeakKept`; all are called as
+    ``t(samples=..., sample_rate=...)``), parameters drawn here (each ``min_* = max_*``, so the
+    library's own draw is that value).  ``choice`` (a member of :data:`NOISE_KINDS` or
+    :data:`DISTORTIONS`) fixes the transform instead of drawing it.  Impulse responses go to
+    ``ir_dir`` (default: a temporary directory)."""
     import audiomentations as A
 
     if kind == "noise":
@@ -164,6 +281,14 @@ def draw_transform(kind: str, rng: np.random.Generator, choice: str | None = Non
     if name == "Aliasing":
         r = int(rng.integers(2000, 8001))
         return name, {"sample_rate": r}, A.Aliasing(r, r, p=1.0)
+    if name == "Mp3Compression":
+        kbps = MP3_BITRATES[int(rng.integers(len(MP3_BITRATES)))]
+        return name, {"bitrate_kbps": kbps}, Mp3Aligned(kbps)
+    if name == "ApplyImpulseResponse":
+        rt60 = round(float(rng.uniform(*RT60_RANGE)), 3)
+        seed = int(rng.integers(2 ** 31))
+        path, drr = make_ir(rt60, seed, ir_dir or default_ir_dir())
+        return name, {"rt60_s": rt60, "drr_db": round(drr, 2), "ir": os.path.basename(path)}, ReverbPeakKept(path)
     d = round(float(rng.uniform(0.2, 0.9)), 3)
     return name, {"distortion_amount": d}, A.TanhDistortion(d, d, p=1.0)
 
@@ -197,8 +322,9 @@ def random_interval(n: int, rng: np.random.Generator) -> tuple:
     return s * 16, min(n, (s + length) * 16)
 
 
-def make_recording(x: np.ndarray, rng: np.random.Generator, seed: int):
-    """``(y, faults {type: [[s, e]]}, details [...])`` with 0-2 faults of distinct types."""
+def make_recording(x: np.ndarray, rng: np.random.Generator, seed: int, ir_dir: str | None = None):
+    """``(y, faults {type: [[s, e]]}, details [...])`` with 0-2 faults of distinct types; impulse
+    responses go to ``ir_dir`` (see :func:`draw_transform`)."""
     n_faults = int(rng.choice(3, p=N_FAULTS_P))
     kinds = [FAULTS[int(i)] for i in rng.choice(3, size=n_faults, replace=False)]
     kinds.sort(key=lambda k: k != "pause")          # pause first: later intervals stay exact
@@ -209,7 +335,7 @@ def make_recording(x: np.ndarray, rng: np.random.Generator, seed: int):
             y, iv, params = insert_pause(y, rng)
             name = "InsertPause"
         else:
-            name, params, t = draw_transform(kind, rng)
+            name, params, t = draw_transform(kind, rng, ir_dir=ir_dir)
             s, e = random_interval(len(y), rng)
             random.seed(seed * 10 + j)              # audiomentations draws from random / np.random
             np.random.seed((seed * 10 + j) % 2 ** 32)
@@ -240,6 +366,10 @@ def severity(detail: dict) -> float:
         v = np.log(16000.0 / p["sample_rate"]) / np.log(16000.0 / 1500.0)
     elif name == "TanhDistortion":
         v = p["distortion_amount"]
+    elif name == "Mp3Compression":
+        v = (40.0 - p["bitrate_kbps"]) / 32.0
+    elif name == "ApplyImpulseResponse":
+        v = 0.2 + 0.8 * (p["rt60_s"] - 0.3) / 0.9
     elif name == "InsertPause":
         v = p["length_s"] / 1.5
     else:
@@ -257,7 +387,9 @@ def quality_score(details: list, duration: float) -> float:
     noise ``(35 - SNR_dB) / 35``; ClippingDistortion ``percentile / 40``; BitCrush
     ``(11 - bits) / 8``; LowPassFilter ``ln(8000 / cutoff) / ln(8000 / 300)``; BandPassFilter
     ``0.35 + 0.65 (1.5 - bandwidth_fraction)``; Aliasing ``ln(16000 / rate) / ln(16000 / 1500)``;
-    TanhDistortion ``amount``; pause ``length_s / 1.5``; each clipped to [0, 1].
+    TanhDistortion ``amount``; Mp3Compression ``(40 - kbps) / 32`` (8 kbps: 1, 32 kbps: 0.25);
+    ApplyImpulseResponse ``0.2 + 0.8 (RT60_s - 0.3) / 0.9`` (0.3 s: 0.2, 1.2 s: 1);
+    pause ``length_s / 1.5``; each clipped to [0, 1].
     A clean recording scores 4.5, the highest; the score never rises with severity or coverage.
     """
     pen = 0.0
@@ -280,7 +412,8 @@ def write_wav_atomic(path: str, y: np.ndarray) -> None:
 
 
 def build_set(out: str, num: int, seed: int, root: str) -> dict:
-    """Write ``num`` recordings + wav.scp, ref.jsonl, faults.jsonl under ``out``; -> summary."""
+    """Write ``num`` recordings + wav.scp, ref.jsonl, faults.jsonl (+ the impulse responses, ir/)
+    under ``out``; -> summary."""
     clips = clean_clips(root)
     rng = np.random.default_rng([seed, 4242])
     os.makedirs(os.path.join(out, "wav"), exist_ok=True)
@@ -289,7 +422,7 @@ def build_set(out: str, num: int, seed: int, root: str) -> dict:
         cid, path = clips[i % len(clips)] if i < len(clips) else clips[int(rng.integers(len(clips)))]
         if path not in cache:
             cache[path] = load_clean(path, np.random.default_rng([seed, len(cache)]))
-        y, faults, details = make_recording(cache[path], rng, seed * 100000 + i)
+        y, faults, details = make_recording(cache[path], rng, seed * 100000 + i, os.path.join(out, "ir"))
         dur = len(y) / SR
         utt = f"foreign-{cid}-{i:04d}"
         wav = os.path.abspath(os.path.join(out, "wav", f"{utt}.wav"))
@@ -513,7 +646,7 @@ def main(argv=None) -> int:
     p.add_argument("--num", type=int, default=120, help="number of recordings (default 120)")
     p.add_argument("--seed", type=int, default=0, help="seed of clip choice, faults and parameters")
     p.add_argument("--out", default="egs/sqa/exp/sqa_foreign/data",
-                   help="data dir: wav/, wav.scp, ref.jsonl, faults.jsonl (default %(default)s)")
+                   help="data dir: wav/, ir/, wav.scp, ref.jsonl, faults.jsonl (default %(default)s)")
     p.add_argument("--work", help="dumps, per-model inference and results.json (default: the parent of --out)")
     p.add_argument("--clips-root", default="/usr/share/pocketsphinx/test/data",
                    help="pocketsphinx-testdata root (default %(default)s)")

@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+import soundfile as sf
 
 pytest.importorskip("audiomentations")
 
@@ -29,10 +30,10 @@ def _speechlike(seconds=2.0, seed=0):
 
 @pytest.mark.parametrize("kind,choice", [("noise", c) for c in B.NOISE_KINDS]
                          + [("distortion", c) for c in B.DISTORTIONS])
-def test_transform_stays_inside_its_interval(kind, choice):
+def test_transform_stays_inside_its_interval(kind, choice, tmp_path):
     x = _speechlike()
     seed = 3
-    name, _, t = B.draw_transform(kind, np.random.default_rng(seed), choice)
+    name, _, t = B.draw_transform(kind, np.random.default_rng(seed), choice, ir_dir=str(tmp_path))
     s, e = 8000, 20000
 
     def fn(seg):
@@ -47,6 +48,57 @@ def test_transform_stays_inside_its_interval(kind, choice):
     # inside [s, e] every sample is the transform's own output (no fade there)
     ref = fn(x[s - FADE:e + FADE].copy())
     np.testing.assert_allclose(y[s:e], ref[FADE:FADE + e - s], atol=1e-6, err_msg=name)
+
+
+def _bursts(seconds=2.0, seed=0):
+    """Aperiodic test signal (enveloped white noise): a periodic one would make the lag ambiguous."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * SR)) / SR
+    return (0.3 * rng.standard_normal(len(t)) * np.clip(np.sin(2 * np.pi * 2.5 * t), 0.05, None)).astype(np.float32)
+
+
+def _lag(y, x, max_lag=200):
+    """Lag (samples) of the cross-correlation peak of ``y`` against ``x``."""
+    lags = range(-max_lag, max_lag + 1)
+    c = [np.dot(y[max_lag + k:len(y) - max_lag + k], x[max_lag:len(x) - max_lag]) for k in lags]
+    return list(lags)[int(np.argmax(c))]
+
+
+@pytest.mark.parametrize("kbps", B.MP3_BITRATES)
+def test_mp3_is_not_shifted(kbps):
+    pytest.importorskip("lameenc")
+    x = _bursts()
+    y = B.Mp3Aligned(kbps)(samples=x.copy(), sample_rate=SR)
+    assert len(y) == len(x)
+    assert _lag(y, x) == 0, f"{kbps} kbps: the codec delay was not removed"
+    assert np.max(np.abs(y - x)) > 1e-3                        # it did compress
+
+
+def test_reverb_ir_and_alignment(tmp_path):
+    x = _bursts()
+    for seed in range(3):
+        name, p, t = B.draw_transform("distortion", np.random.default_rng(seed), "ApplyImpulseResponse",
+                                      ir_dir=str(tmp_path))
+        assert B.RT60_RANGE[0] <= p["rt60_s"] <= B.RT60_RANGE[1]
+        h, sr = sf.read(os.path.join(tmp_path, p["ir"]), dtype="float32")
+        assert sr == SR and h[0] == 1.0 and len(h) == int(round(p["rt60_s"] * SR))
+        assert np.abs(h[1:]).max() < 0.5
+        y = t(samples=x.copy(), sample_rate=SR)
+        assert len(y) == len(x) and _lag(y, x) == 0
+        assert np.isclose(np.abs(y).max(), np.abs(x).max(), rtol=1e-5)   # no level jump
+        # the same draw writes the same file
+        _, p2, _ = B.draw_transform("distortion", np.random.default_rng(seed), "ApplyImpulseResponse",
+                                    ir_dir=str(tmp_path / "again"))
+        h2, _ = sf.read(os.path.join(tmp_path, "again", p2["ir"]), dtype="float32")
+        assert p2 == p and np.array_equal(h, h2)
+
+
+def test_make_recording_is_deterministic(tmp_path):
+    x = _speechlike()
+    for seed in range(6):
+        a = B.make_recording(x, np.random.default_rng(seed), seed, str(tmp_path / "a"))
+        b = B.make_recording(x, np.random.default_rng(seed), seed, str(tmp_path / "b"))
+        assert np.array_equal(a[0], b[0]) and a[1] == b[1] and a[2] == b[2]
 
 
 def test_crossfade_weights_only_outside_the_label():
@@ -89,6 +141,13 @@ def test_score_is_monotone_in_severity_and_coverage():
     assert all(a > b for a, b in zip(cov, cov[1:])), cov
     lp = [B.quality_score([_detail("distortion", "LowPassFilter", {"cutoff_hz": c})], 2.0) for c in (3000, 1000, 400)]
     assert all(a > b for a, b in zip(lp, lp[1:])), lp
+    mp3 = [B.quality_score([_detail("distortion", "Mp3Compression", {"bitrate_kbps": k})], 2.0)
+           for k in sorted(B.MP3_BITRATES, reverse=True)]
+    assert all(a > b for a, b in zip(mp3, mp3[1:])), mp3
+    rev = [B.quality_score([_detail("distortion", "ApplyImpulseResponse", {"rt60_s": r})], 2.0)
+           for r in (0.3, 0.6, 0.9, 1.2)]
+    assert all(a > b for a, b in zip(rev, rev[1:])), rev
+    assert rev[0] < B.CLEAN_MOS
 
 
 def test_clean_recording_scores_highest():
