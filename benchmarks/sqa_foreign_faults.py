@@ -74,7 +74,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from pyutils.sqa.common import FAULTS, SAMPLE_RATE, rasterise, read_jsonl, read_scp, write_jsonl  # noqa: E402
+from pyutils.scoring.sqa import pearson  # noqa: E402
+from pyutils.sqa.common import (FAULTS, SAMPLE_RATE, rasterise, read_jsonl, read_scp, write_jsonl,  # noqa: E402
+                                write_text_atomic)
 
 SR = SAMPLE_RATE
 FADE_S = 0.010
@@ -430,12 +432,34 @@ def build_set(out: str, num: int, seed: int, root: str) -> dict:
         scp.append(f"{utt} {wav}\n")
         refs.append({"utt_id": utt, "score": round(quality_score(details, dur), 3), "faults": faults})
         metas.append({"utt_id": utt, "clip": cid, "duration": round(dur, 4), "details": details})
-    with open(os.path.join(out, "wav.scp.tmp"), "w", encoding="utf-8") as f:
-        f.writelines(scp)
-    os.replace(os.path.join(out, "wav.scp.tmp"), os.path.join(out, "wav.scp"))
+    write_text_atomic(os.path.join(out, "wav.scp"), "".join(scp))
     write_jsonl(os.path.join(out, "ref.jsonl"), refs)
     write_jsonl(os.path.join(out, "faults.jsonl"), metas)
     return {"num": num, "clips": len(clips), "clean": sum(not m["details"] for m in metas)}
+
+
+def build_or_reuse(out: str, num: int, seed: int, root: str) -> tuple:
+    """``(summary, data signature)``: the set of :func:`build_set`, made again only when
+    ``out/build.json`` does not vouch for it (same options, same version of this script and of
+    audiomentations, same bytes on disk)."""
+    import audiomentations
+
+    with open(os.path.abspath(__file__), "rb") as f:
+        code = hashlib.md5(f.read()).hexdigest()
+    want = {"num": num, "seed": seed, "clips_root": os.path.abspath(root), "code": code,
+            "audiomentations": audiomentations.__version__}
+    stamp = os.path.join(out, "build.json")
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            blob = json.load(f)
+        if blob.get("params") == want and data_signature(out) == blob.get("sig"):
+            return blob["info"], blob["sig"]
+    except (OSError, ValueError, KeyError):
+        pass                                      # no stamp, or a file of it is gone: build again
+    info = build_set(out, num, seed, root)
+    sig = data_signature(out)
+    write_text_atomic(stamp, json.dumps({"params": want, "info": info, "sig": sig}))
+    return info, sig
 
 
 def data_signature(data_dir: str) -> str:
@@ -544,14 +568,6 @@ def run_model(model_dir: str, dump_dir: str, data_dir: str, outdir: str) -> dict
 
 # ---------------------------------------------------------------- analysis
 
-def pcc(a, b) -> float:
-    """Pearson correlation; 0 when either side is constant."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) < 2 or a.std() == 0 or b.std() == 0:
-        return 0.0
-    return float(np.corrcoef(a, b)[0, 1])
-
-
 def dnsmos_ovrl(data_dir: str, sig: str) -> dict:
     """``{utt: P.835 OVRL}`` (cached in ``dnsmos_p835.json`` beside the data, keyed by its signature)."""
     from pyutils.sqa.audio import load_audio
@@ -565,7 +581,7 @@ def dnsmos_ovrl(data_dir: str, sig: str) -> dict:
             return blob["ovrl"]
     p835 = DnsmosP835()
     ovrl = {u: p835(load_audio(w, name=u))["ovrl_mos"] for u, w in read_scp(os.path.join(data_dir, "wav.scp"))}
-    write_text(cache, json.dumps({"sig": sig, "ovrl": ovrl}))
+    write_text_atomic(cache, json.dumps({"sig": sig, "ovrl": ovrl}))
     return ovrl
 
 
@@ -610,13 +626,6 @@ def summary(score: dict, dn_pcc: float) -> dict:
     return row
 
 
-def write_text(path: str, text: str) -> None:
-    """Write via a temp file and rename."""
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
-
-
 def print_tables(results: dict) -> None:
     """Main table (one column per model) and the per-transform breakdown of each model."""
     names = list(results["models"])
@@ -658,12 +667,11 @@ def main(argv=None) -> int:
     work = os.path.abspath(a.work or os.path.dirname(os.path.abspath(a.out)))
     try:
         configs = {d: model_configs(d) for d in model_dirs}
-        info = build_set(a.out, a.num, a.seed, a.clips_root)
-        sig = data_signature(a.out)
+        info, sig = build_or_reuse(a.out, a.num, a.seed, a.clips_root)
         metas = read_jsonl(os.path.join(a.out, "faults.jsonl"))
         refs = {r["utt_id"]: r["score"] for r in read_jsonl(os.path.join(a.out, "ref.jsonl"))}
         dn = None if a.no_dnsmos else dnsmos_ovrl(a.out, sig)
-        dn_pcc = float("nan") if dn is None else pcc([refs[u] for u in sorted(refs)], [dn[u] for u in sorted(refs)])
+        dn_pcc = float("nan") if dn is None else pearson([refs[u] for u in sorted(refs)], [dn[u] for u in sorted(refs)])
         results = {"data": {**info, "seed": a.seed, "out": os.path.abspath(a.out), "sig": sig},
                    "skipped_transforms": SKIPPED, "models": {}}
         for d in model_dirs:
@@ -678,7 +686,7 @@ def main(argv=None) -> int:
     except BenchError as e:
         print(f"sqa_foreign_faults: ERROR: {e}", file=sys.stderr)
         return 2
-    write_text(os.path.join(work, "results.json"), json.dumps(results, indent=1))
+    write_text_atomic(os.path.join(work, "results.json"), json.dumps(results, indent=1))
     print_tables(results)
     print(f"\nresults: {os.path.join(work, 'results.json')}")
     return 0

@@ -148,7 +148,7 @@ fi
 
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
-  pending=""   # sets dumped in this run: embedded together below, then checked and marked
+  pending=""; declare -A _sig   # sets dumped in this run (and their signatures): embedded together below, then marked
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
@@ -161,7 +161,6 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     [ -e "${out}/.done" ] && log "  ${s}: dumping again: ${_why}"
     rm -rf "${out}"
     mkdir -p "${out}/split${nj}" "${out}/log"
-    echo "${sig}" > "${out}/.sig"
     # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
     n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
     _nj=$(( n_utt < nj ? n_utt : nj ))
@@ -173,7 +172,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
         --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad ) \
         $( [ "${cue_feature}" = true ] && echo --cues )
     echo "${_nj}" > "${out}/nj"
-    pending="${pending} ${s}"
+    pending="${pending} ${s}"; _sig[${s}]=${sig}
   done
   if [ "${utt_embed}" = true ] && [ -n "${pending}" ]; then
     # one array job for all sets: each process loads Whisper and DNSMOS once (~10 s), not once per set
@@ -207,7 +206,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     fi
     [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
-    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "$(cat "${out}/.sig")" --dir "${out}"
+    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${_sig[${s}]}" --dir "${out}"
   done
   stage_timer "2 features+embeddings"
 fi

@@ -354,7 +354,7 @@ def main(argv=None) -> int:
     for w, _ in pairs:
         if not os.path.exists(w):
             p.error(f"--wav-scp {w}: no such file")
-    embedder = UttEmbedder({**DEFAULT_CFG, **cfg}) if pairs else None
+    embedder = UttEmbedder(cfg) if pairs else None
     for w, o in pairs:
         dump(w, o, a.job, cfg, embedder)
     return 0
