@@ -34,7 +34,8 @@ FORMAT_VERSION = 1
 #: arguments that change the corpus (``--nj``/``--cmd`` do not)
 IDENTITY = {
     "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
-    "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies"),
+    "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
+            "real_prompts"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
 
@@ -68,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="copies (each with its own faults) of every chunk of the real recordings that "
                                 "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "
                                 "beside --num-train synthetic ones; 0 = none (override the preset)")
+            p.add_argument("--real-prompts", type=non_negative_int, default=None,
+                           help="studio prompts of each Asterisk voice (Debian asterisk-core-sounds-*-g722; "
+                                "pyutils/corpora/asterisk_prompts.py), each once with its own faults, added to "
+                                "train; 0 = none (override the preset)")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--nj", type=positive_int, default=1, help="number of parallel jobs")

@@ -35,11 +35,12 @@ from pyutils.synth.sentences import sentence_pool
 from pyutils.synth.speech import speak, speak_chunks, voices
 
 PRESETS = {
-    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2, "real_train_copies": 1},
+    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2, "real_train_copies": 1,
+           "real_prompts": 2},
     "default": {"train": 1200, "dev": 150, "test": 150, "voices": 64, "real_copies": 8,
-                "real_train_copies": 10},
+                "real_train_copies": 10, "real_prompts": 50},
     "large": {"train": 8000, "dev": 500, "test": 500, "voices": 400, "real_copies": 20,
-              "real_train_copies": 40},
+              "real_train_copies": 40, "real_prompts": 170},
 }
 SPLITS = ("train", "dev", "test")
 REAL_SPLIT = "test_real"
@@ -106,6 +107,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
             gidx += 1
     items += _plan_real(lang, int(sizes.get("real_copies", 0)), vs, pool, seed)
     items += _plan_real_train(lang, int(sizes.get("real_train_copies", 0)), vs, pool, seed)
+    items += _plan_real_prompts(lang, int(sizes.get("real_prompts", 0)), vs, pool, seed)
     return items
 
 
@@ -167,6 +169,28 @@ def _plan_real_train(lang: str, copies: int, vs: List[dict], pool: List[str], se
     return _copies(chunks, copies, np.random.default_rng([seed, KIND_ID, 4]), vs, pool, item)
 
 
+def _plan_real_prompts(lang: str, per_voice: int, vs: List[dict], pool: List[str], seed: int) -> List[dict]:
+    """Training recordings from Asterisk's studio prompts (:mod:`pyutils.corpora.asterisk_prompts`):
+    ``per_voice`` prompts of each of its three voice directories, each once with its own faults."""
+    if lang != "en" or per_voice <= 0:
+        return []
+    from pyutils.corpora.asterisk_prompts import prompts
+
+    rows = prompts(max_per_voice=per_voice)
+    if not rows:
+        print("sqa: Asterisk prompts not installed (asterisk-core-sounds-*-g722): no prompt recordings "
+              "in training", flush=True)
+        return []
+
+    def item(c, ci, row, babble):
+        pid, path, talker = row
+        return {"kind": "sqa", "utt_id": f"real_asterisk_{talker}-train-p{ci:04d}", "split": "train",
+                "lang": lang, "spk": f"real_asterisk_{talker}", "real_wav": path,
+                "sentences": [pid], "babble": babble, "seed": [seed, KIND_ID, 7, ci]}
+
+    return _copies(rows, 1, np.random.default_rng([seed, KIND_ID, 6]), vs, pool, item)
+
+
 def _copies(sources: list, copies: int, rng: np.random.Generator, vs: List[dict], pool: List[str],
             make_item) -> List[dict]:
     """``make_item(copy, index, source, babble)`` for every copy of every real source; the
@@ -212,10 +236,11 @@ def _plan_real(lang: str, copies: int, vs: List[dict], pool: List[str], seed: in
 
 def _real(item: dict, rng: np.random.Generator):
     """A real recording at 16 kHz, peak-normalised like the synthetic ones; pause points by energy."""
+    from pyutils.corpora.asterisk_prompts import read_g722
     from pyutils.synth.audio import read_wav, resample
     from pyutils.synth.faults import pause_points
 
-    x, sr = read_wav(item["real_wav"])
+    x, sr = (read_g722 if item["real_wav"].endswith(".g722") else read_wav)(item["real_wav"])
     if item.get("real_span"):
         a, b = item["real_span"]
         x = x[int(round(a * sr)):int(round(b * sr))]
