@@ -4,21 +4,15 @@
 set -euo pipefail
 # pocketsphinx-testdata: real human English clips with transcripts (LibriVox, cards),
 # used only to evaluate (never to train) and by the Whisper conversion test.
-# asterisk-core-sounds-{en,es,fr}-g722: studio voice prompts of two real talkers, clean
-# training speech for the SQA corpus (pyutils/corpora/asterisk_prompts.py).
 # unicode-cldr-core: CLDR words and phrases of ~700 locales, the text of the offline mini
 # corpus of any language a recipe is forked for (pyutils/synth/cldr_text.py).
 # gcc + python3-dev: the optional C part of chorus-score track1 (make -C tools native).
-pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev
-      asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 asterisk-core-sounds-fr-g722)
+pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev)
 declare -A probe=([espeak-ng]=espeak-ng [sox]=sox [flite]=flite [ffmpeg]=ffmpeg [gcc]=gcc)
 py_include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || echo /nonexistent)
 declare -A probe_file=([pocketsphinx-testdata]=/usr/share/pocketsphinx/test/data/librivox/transcription
                        [unicode-cldr-core]=/usr/share/unicode/cldr/common/supplemental/likelySubtags.xml
-                       [python3-dev]="${py_include}/Python.h"
-                       [asterisk-core-sounds-en-g722]=/usr/share/asterisk/sounds/en_US_f_Allison/vm-whichbox.g722
-                       [asterisk-core-sounds-es-g722]=/usr/share/asterisk/sounds/es_MX_f_Allison/vm-whichbox.g722
-                       [asterisk-core-sounds-fr-g722]=/usr/share/asterisk/sounds/fr_CA_f_June/vm-whichbox.g722)
+                       [python3-dev]="${py_include}/Python.h")
 missing=()
 for p in "${!probe[@]}"; do command -v "${probe[$p]}" >/dev/null || missing+=("$p"); done
 for p in "${!probe_file[@]}"; do [ -f "${probe_file[$p]}" ] || missing+=("$p"); done

@@ -46,14 +46,14 @@ class AsteriskPromptError(RuntimeError):
     pass
 
 
-def prompts(root: Path = ROOT, max_per_voice: int = 50, min_s: float = 2.0, max_s: float = 7.0,
+def prompts(root: Path | None = None, max_per_voice: int = 50, min_s: float = 2.0, max_s: float = 7.0,
             voices: Sequence[str] = tuple(VOICES)) -> List[Tuple[str, str, str]]:
     """``[(prompt_id, path, talker), ...]``: per voice directory, the top-level prompts of
     ``min_s``..``max_s`` seconds (by file size), sorted by name, then ``max_per_voice`` of
     them spread evenly over that list (a fixed selection). Empty when the package is absent."""
     out = []
     for voice in voices:
-        d = Path(root) / voice
+        d = Path(ROOT if root is None else root) / voice
         if not d.is_dir():
             continue
         files = sorted(p for p in d.glob("*.g722")

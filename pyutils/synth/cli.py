@@ -70,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "
                                 "beside --num-train synthetic ones; 0 = none (override the preset)")
             p.add_argument("--real-prompts", type=non_negative_int, default=None,
-                           help="studio prompts of each Asterisk voice (Debian asterisk-core-sounds-*-g722; "
-                                "pyutils/corpora/asterisk_prompts.py), each once with its own faults, added to "
-                                "train; 0 = none (override the preset)")
+                           help="studio prompts of each Asterisk voice (pyutils/corpora/asterisk_prompts.py; "
+                                "needs apt-get install asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 "
+                                "asterisk-core-sounds-fr-g722), each once with its own faults, added to train; "
+                                "default 0 in every preset (measured no better: egs/sqa/RESULTS.md)")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--nj", type=positive_int, default=1, help="number of parallel jobs")

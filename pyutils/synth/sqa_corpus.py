@@ -16,7 +16,12 @@ each used ``real_copies`` times with different random faults (pause points
 from :func:`pyutils.synth.faults.pause_points`).  Absent package = no split.  Pauses go
 only at word boundaries we know exactly: the sentences are synthesised in
 chunks of 3-5 words, joined by short natural gaps (40-120 ms), and the chunk
-joins are the pause candidates.  Babble noise is made from two other
+joins are the pause candidates.  Real speech in ``train`` only: chunks of the
+recordings that PyPI sdists ship (:mod:`pyutils.corpora.packaged_speech`,
+``real_train_copies`` copies each) and, with ``--real-prompts N`` (off in every
+preset: measured no better, egs/sqa/RESULTS.md), N studio prompts of each
+Asterisk voice (:mod:`pyutils.corpora.asterisk_prompts`, once each), all with
+their own random faults.  Babble noise is made from two other
 utterances of other voices.  The reference score is
 :func:`pyutils.synth.faults.quality_score`.
 """
@@ -35,12 +40,11 @@ from pyutils.synth.sentences import sentence_pool
 from pyutils.synth.speech import speak, speak_chunks, voices
 
 PRESETS = {
-    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2, "real_train_copies": 1,
-           "real_prompts": 2},
+    "ci": {"train": 150, "dev": 30, "test": 30, "voices": 16, "real_copies": 2, "real_train_copies": 1},
     "default": {"train": 1200, "dev": 150, "test": 150, "voices": 64, "real_copies": 8,
-                "real_train_copies": 10, "real_prompts": 50},
+                "real_train_copies": 10},
     "large": {"train": 8000, "dev": 500, "test": 500, "voices": 400, "real_copies": 20,
-              "real_train_copies": 40, "real_prompts": 170},
+              "real_train_copies": 40},
 }
 SPLITS = ("train", "dev", "test")
 REAL_SPLIT = "test_real"
@@ -171,7 +175,9 @@ def _plan_real_train(lang: str, copies: int, vs: List[dict], pool: List[str], se
 
 def _plan_real_prompts(lang: str, per_voice: int, vs: List[dict], pool: List[str], seed: int) -> List[dict]:
     """Training recordings from Asterisk's studio prompts (:mod:`pyutils.corpora.asterisk_prompts`):
-    ``per_voice`` prompts of each of its three voice directories, each once with its own faults."""
+    ``per_voice`` prompts of each of its three voice directories, each once with its own faults.
+    Opt-in (``--real-prompts``): with them the default model raised fewer false alarms on clean
+    real recordings but scored lower on every real and synthetic test (egs/sqa/RESULTS.md)."""
     if lang != "en" or per_voice <= 0:
         return []
     from pyutils.corpora.asterisk_prompts import prompts
