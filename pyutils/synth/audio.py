@@ -46,16 +46,6 @@ def active_rms(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02) -> f
     return float(np.sqrt(np.mean(fr[keep] ** 2)))
 
 
-def floor_rms(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02, pct: float = 10.0) -> float:
-    """The recording's noise floor: the ``pct``-th percentile of its 20 ms frame RMS."""
-    n = max(1, int(frame_s * sr))
-    m = len(x) // n
-    if m == 0:
-        return rms(x)
-    fr = np.sqrt(np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1) + 1e-20)
-    return float(np.percentile(fr, pct))
-
-
 def trim_silence(x: np.ndarray, sr: int = SAMPLE_RATE, thresh_db: float = -40.0,
                  margin_s: float = 0.01) -> np.ndarray:
     """Cut leading/trailing audio whose 5 ms frame energy is ``thresh_db`` below the peak frame."""

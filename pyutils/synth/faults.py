@@ -53,7 +53,7 @@ import numpy as np
 from scipy import fft, signal
 
 from pyutils.synth import SAMPLE_RATE
-from pyutils.synth.audio import active_rms, db_to_amp, floor_rms
+from pyutils.synth.audio import active_rms, db_to_amp
 
 FAULT_TYPES = ("noise", "distortion", "pause")
 NOISE_KINDS = ("white", "pink", "brown", "babble", "music", "hum", "tone")
@@ -382,10 +382,7 @@ def insert_pause(x: np.ndarray, at: int, dur: float, rng: np.random.Generator,
                  kind: str = "silence", sr: int = SAMPLE_RATE, return_span: bool = False):
     """Insert a ``dur`` s pause of ``kind`` (:data:`PAUSE_KINDS`) at sample ``at``.
 
-    ``silence``/``room``: the gap only; ``room`` fills it with white, pink or brown
-    noise at 40-50 dB under the active speech level, or at the recording's own
-    floor (:func:`floor_rms`, +-2 dB) when that is louder: comfort noise, as a
-    telephone or an editor fills a gap.  ``stutter``: the 60-150 ms of speech
+    ``silence``/``room``: the gap only.  ``stutter``: the 60-150 ms of speech
     before ``at`` repeated 2-3 times (30-60 ms apart) at the start of the gap,
     silence after.  ``truncation``: the 50-150 ms of speech before ``at`` is cut
     to silence (abruptly, no fade), then the gap.  With ``return_span`` also
@@ -398,9 +395,7 @@ def insert_pause(x: np.ndarray, at: int, dur: float, rng: np.random.Generator,
         gap = 1e-4 * rng.standard_normal(n)
     elif kind == "room":
         lvl = active_rms(x, sr) * db_to_amp(-rng.uniform(40, 50))
-        colour = str(rng.choice(["white", "pink", "brown"]))
-        lvl = max(lvl, floor_rms(x, sr) * db_to_amp(rng.uniform(-2, 2)))
-        gap = make_noise(colour, n, rng, sr) * lvl
+        gap = make_noise("pink", n, rng, sr) * lvl
     else:
         raise ValueError(f"unknown pause kind {kind!r}; known: {PAUSE_KINDS}")
     if kind == "stutter":
