@@ -114,3 +114,19 @@ def test_union_score_ignores_how_a_fault_is_split_between_noise_and_distortion(p
         scores[mode] = (a, b)
     assert torch.allclose(*scores["union"], atol=1e-6)
     assert not torch.allclose(*scores["class"], atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 4)])
+def test_channels_last_block_is_conv1d_layernorm_gelu(stride, dilation):
+    from torch import nn
+
+    from pyutils.sqa.model import conv_ln_gelu, to_channels_last
+
+    torch.manual_seed(0)
+    conv = nn.Conv1d(12, 8, 5, stride=stride, padding=2 * dilation, dilation=dilation)
+    norm = nn.LayerNorm(8)
+    x = torch.randn(3, 12, 41)
+    ref = torch.nn.functional.gelu(norm(conv(x).transpose(1, 2)).transpose(1, 2))
+    got = conv_ln_gelu(to_channels_last(x), conv, norm).squeeze(2)
+    assert got.shape == ref.shape
+    assert torch.allclose(got, ref, atol=1e-5)

@@ -70,8 +70,29 @@ class ModelConfig:
         return asdict(self)
 
 
+def conv_ln_gelu(x: torch.Tensor, conv: nn.Conv1d, norm: nn.LayerNorm) -> torch.Tensor:
+    """GELU(LayerNorm over channels(conv(x))) on x (B, C, 1, T) in channels-last memory.
+
+    The Conv1d runs as a (1, k) conv2d on that layout, so the LayerNorm reads the
+    channels as its last, contiguous dimension (a permuted view) and no tensor is
+    copied between the conv, the norm and the next block; the usual (B, C, T)
+    layout needs a transpose and a copy around every LayerNorm. Same function as
+    conv1d -> LayerNorm -> GELU (equal to float rounding), one training update
+    ~30 % cheaper on CPU (benchmarks/bench_sqa_encoder.py).
+    """
+    y = torch.nn.functional.conv2d(x, conv.weight.unsqueeze(2), conv.bias, stride=(1, conv.stride[0]),
+                                   padding=(0, conv.padding[0]), dilation=(1, conv.dilation[0]))
+    y = norm(y.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+    return torch.nn.functional.gelu(y)
+
+
+def to_channels_last(x: torch.Tensor) -> torch.Tensor:
+    """(B, C, T) -> (B, C, 1, T) in channels-last memory (the layout of :func:`conv_ln_gelu`)."""
+    return x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+
+
 class ConvBlock(nn.Module):
-    """Conv1d -> LayerNorm (over channels) -> GELU -> dropout, optional residual."""
+    """Conv1d -> LayerNorm (over channels) -> GELU -> dropout, optional residual; x (B, C, 1, T)."""
 
     def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1, dropout: float = 0.0):
         super().__init__()
@@ -80,14 +101,13 @@ class ConvBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.residual = cin == cout and stride == 1
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T)
-        y = self.conv(x)
-        y = self.drop(torch.nn.functional.gelu(self.norm(y.transpose(1, 2)).transpose(1, 2)))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, 1, T), channels-last
+        y = self.drop(conv_ln_gelu(x, self.conv, self.norm))
         return x + y if self.residual else y
 
 
 class DilatedBlock(nn.Module):
-    """Residual dilated conv: x + drop(GELU(LN(conv_dil(x)))) -- a TCN layer."""
+    """Residual dilated conv: x + drop(GELU(LN(conv_dil(x)))) -- a TCN layer; x (B, C, 1, T)."""
 
     def __init__(self, c: int, kernel: int, dilation: int, dropout: float):
         super().__init__()
@@ -95,9 +115,8 @@ class DilatedBlock(nn.Module):
         self.norm = nn.LayerNorm(c)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, T)
-        y = self.norm(self.conv(x).transpose(1, 2)).transpose(1, 2)
-        return x + self.drop(torch.nn.functional.gelu(y))
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, C, 1, T), channels-last
+        return x + self.drop(conv_ln_gelu(x, self.conv, self.norm))
 
 
 def subsampled_lengths(lengths: torch.Tensor) -> torch.Tensor:
@@ -166,15 +185,15 @@ class SQAModel(nn.Module):
         # zero the padding before every conv so that a padded batch gives each recording
         # exactly the outputs it would get alone (convs then see the same zero padding)
         t10 = feats.shape[1]
-        mask10 = (torch.arange(t10, device=feats.device)[None, :] < lengths[:, None]).unsqueeze(1)
-        x = feats.transpose(1, 2) * mask10
+        mask10 = (torch.arange(t10, device=feats.device)[None, :] < lengths[:, None])[:, None, None, :]
+        x = to_channels_last(feats.transpose(1, 2)) * mask10      # (B, F, 1, T)
         out_lens = subsampled_lengths(lengths).clamp(min=1)
         for block in self.frontend:
             x = block(x)
-            if x.shape[2] != mask10.shape[2]:
-                mask10 = (torch.arange(x.shape[2], device=x.device)[None, :] < out_lens[:, None]).unsqueeze(1)
+            if x.shape[3] != mask10.shape[3]:
+                mask10 = (torch.arange(x.shape[3], device=x.device)[None, :] < out_lens[:, None])[:, None, None, :]
             x = x * mask10
-        x = x.transpose(1, 2)  # (B, T', C)
+        x = x.squeeze(2).transpose(1, 2)  # (B, T', C): a view of the channels-last memory
         out_lens = out_lens.clamp(max=x.shape[1])
         mask = torch.arange(x.shape[1], device=x.device)[None, :] < out_lens[:, None]  # (B, T')
         if self.cfg.frames_dim > 0:
@@ -184,11 +203,11 @@ class SQAModel(nn.Module):
             enc, _ = self.rnn(packed)
             enc, _ = pad_packed_sequence(enc, batch_first=True, total_length=x.shape[1])
         else:
-            enc = x.transpose(1, 2)
-            m_ = mask.unsqueeze(1).to(enc.dtype)
+            enc = to_channels_last(x.transpose(1, 2))               # (B, C, 1, T')
+            m_ = mask[:, None, None, :].to(enc.dtype)
             for block in self.tcn:
                 enc = block(enc * m_)
-            enc = enc.transpose(1, 2)
+            enc = enc.squeeze(2).transpose(1, 2)
         frame_logits = self.frame_head(enc)
         m = mask.unsqueeze(-1).float()
         mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
