@@ -20,7 +20,8 @@ list, no shell) to 16 kHz float32.
 
 DNSMOS P.835 of 20 prompts per voice (2-7 s, measured): en SIG 3.48 / BAK 4.02 /
 OVRL 3.18, es 3.56 / 3.43 / 2.89, fr 3.56 / 3.97 / 3.22 -- clean studio speech.
-The SQA corpus uses them as clean training speech (:mod:`pyutils.synth.sqa_corpus`).
+The SQA corpus can train on them as clean speech (opt-in: ``chorus-synth sqa --real-prompts N``,
+:mod:`pyutils.synth.sqa_corpus`; off in every preset, egs/sqa/RESULTS.md).
 
     python -m pyutils.corpora.asterisk_prompts [--max-per-voice 5]   # list a selection
 """
@@ -28,7 +29,6 @@ The SQA corpus uses them as clean training speech (:mod:`pyutils.synth.sqa_corpu
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -67,16 +67,11 @@ def prompts(root: Path | None = None, max_per_voice: int = 50, min_s: float = 2.
 
 def read_g722(path: str) -> Tuple[np.ndarray, int]:
     """Decode a raw G.722 file with ffmpeg -> (float32 mono samples, 16000)."""
-    cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-f", "g722", "-i", str(path),
-           "-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "-"]
-    try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
-    except FileNotFoundError as e:
-        raise AsteriskPromptError("ffmpeg is not installed (make -C tools)") from e
-    except subprocess.CalledProcessError as e:
-        raise AsteriskPromptError(f"{path}: ffmpeg could not decode it as G.722: "
-                                  f"{e.stderr.decode(errors='replace')[-300:]}") from e
-    x = np.frombuffer(r.stdout, dtype="<f4").astype(np.float32)
+    from pyutils.synth.codecs import run_ffmpeg
+
+    raw = ["-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "pipe:1"]
+    out = run_ffmpeg(["-f", "g722", "-i", "pipe:0"] + raw, Path(path).read_bytes(), f"{path} (raw G.722)")
+    x = np.frombuffer(out, dtype="<f4").astype(np.float32)
     if x.size == 0 or not np.all(np.isfinite(x)):
         raise AsteriskPromptError(f"{path}: decoded to {'nothing' if x.size == 0 else 'non-finite samples'}")
     return x, SAMPLE_RATE

@@ -30,12 +30,14 @@ CODECS = {
 CODEC_NAMES = tuple(CODECS)
 
 
-def _ffmpeg(args: List[str], data: bytes, what: str) -> bytes:
+def run_ffmpeg(args: List[str], data: bytes, what: str) -> bytes:
+    """stdout of ``ffmpeg <args>`` (an argument list, never a shell string) fed ``data`` on stdin;
+    a RuntimeError naming ``what`` when ffmpeg is missing or fails."""
     cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error"] + args
     try:
         res = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
     except FileNotFoundError as e:
-        raise RuntimeError("ffmpeg is not installed (needed for codec faults; make -C tools)") from e
+        raise RuntimeError(f"ffmpeg is not installed (needed for {what}; make -C tools)") from e
     except subprocess.CalledProcessError as e:
         raise RuntimeError(f"ffmpeg failed for {what}: {e.stderr.decode(errors='replace')[-300:]}") from e
     return res.stdout
@@ -67,8 +69,8 @@ def codec_roundtrip(x: np.ndarray, codec: str, strength: float = 0.5, sr: int = 
     peak = float(np.max(np.abs(x))) if len(x) else 0.0
     scale = 0.95 / peak if peak > 0.95 else 1.0
     raw = ["-f", "f32le", "-ar", str(sr), "-ac", "1"]
-    coded = _ffmpeg(raw + ["-i", "pipe:0"] + [a.format(br=br) for a in enc] + ["-f", fmt, "pipe:1"],
+    coded = run_ffmpeg(raw + ["-i", "pipe:0"] + [a.format(br=br) for a in enc] + ["-f", fmt, "pipe:1"],
                     (x * scale).astype("<f4").tobytes(), f"{codec} at {br}")
-    out = _ffmpeg(["-f", fmt, "-i", "pipe:0"] + raw + ["pipe:1"], coded, f"decoding {codec}")
+    out = run_ffmpeg(["-f", fmt, "-i", "pipe:0"] + raw + ["pipe:1"], coded, f"decoding {codec}")
     y = np.frombuffer(out, dtype="<f4").astype(np.float64) / scale
     return _align(y, x.astype(np.float64)).astype(np.float32)
