@@ -5,7 +5,7 @@
 #
 # Stages:
 #   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
-#   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl}
+#   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl[,faults.jsonl: kind of each simulated fault]}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
 #                 with --utt-embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
 #                 and the Whisper encoder frames at 20 ms, projected (frames.scp, for the fault head)
@@ -13,7 +13,7 @@
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
 #   5 train       multi-task conv+TCN model (+ utterance embeddings); post-processing tuned on dev
 #   6 infer       test sets -> frame probabilities + hyp.jsonl
-#   7 score       chorus-score sqa, RESULTS.md, plots
+#   7 score       chorus-score sqa, RESULTS.md (+ per-kind breakdown on simulated splits), plots
 #   8 package     submission/sqa_<set>.jsonl (validated with the scorer's rules)
 set -euo pipefail
 
@@ -135,6 +135,8 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
         [ -f "${corpus_dir}/data/${s}/${f}" ] && cp "${corpus_dir}/data/${s}/${f}" "${data_dir}/${s}/${f}"
       done
       cp "${corpus_dir}/ref/${s}.jsonl" "${data_dir}/${s}/ref.jsonl"
+      # the kind of every simulated fault (for the report's per-kind table; absent for real data)
+      if [ -f "${corpus_dir}/faults/${s}.jsonl" ]; then cp "${corpus_dir}/faults/${s}.jsonl" "${data_dir}/${s}/faults.jsonl"; fi
     done
   fi
   for s in ${all_sets}; do
@@ -310,6 +312,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
   stage_timer "7 scoring+plots"
   python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
     --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
+    --data-dir "${data_dir}" \
     --stage-times "${times_file}" \
     --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
   log "  wrote ${model_dir}/RESULTS.md"

@@ -5,7 +5,9 @@
 
 Each test set gets a section with a line ``Final: <value>`` (the model's
 score, read by scripts), the per-fault F1/IoU table and the baselines scored
-with the same ``chorus-score sqa`` on the same split.
+with the same ``chorus-score sqa`` on the same split; with ``--data-dir`` and a
+simulated split (``<data-dir>/<set>/faults.jsonl``, the kind of every fault) also
+the per-kind breakdown of :mod:`pyutils.sqa.breakdown`.
 """
 
 from __future__ import annotations
@@ -63,7 +65,27 @@ def _encoder_name(model_dir) -> str:
     return {"gru": "conv + BiGRU", "tcn": "conv + TCN"}.get(enc, enc)
 
 
-def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None, stage_times=None) -> str:
+def _breakdown_lines(data_dir, model_dir, s) -> list:
+    """The per-kind table of test set ``s`` when the data dir knows each fault's kind."""
+    if not data_dir:
+        return []
+    kinds = os.path.join(data_dir, s, "faults.jsonl")
+    hyp = os.path.join(model_dir, f"infer_{s}", "hyp.jsonl")
+    ref = os.path.join(data_dir, s, "ref.jsonl")
+    if not all(os.path.exists(p) for p in (kinds, hyp, ref)):
+        return []
+    from pyutils.scoring.errors import ScoringError
+    from pyutils.sqa import breakdown
+
+    try:
+        b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))
+    except (OSError, ValueError, ScoringError) as exc:   # a diagnostic table never fails the report
+        return [f"Per-kind breakdown skipped: {exc}", ""]
+    return breakdown.markdown(b) + [""]
+
+
+def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None, stage_times=None,
+          data_dir=None) -> str:
     lines = [f"# SQA results ({os.path.basename(os.path.normpath(model_dir))}, preset {preset})", ""]
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
                  f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
@@ -125,6 +147,7 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
         counts = ", ".join(f"{f} TP/FP/FN {r['per_fault'][f]['counts']['tp']}/{r['per_fault'][f]['counts']['fp']}/"
                            f"{r['per_fault'][f]['counts']['fn']}" for f in FAULTS)
         lines += ["", f"Model presence counts: {counts}.", ""]
+        lines += _breakdown_lines(data_dir, model_dir, s)
         plots = os.path.join(model_dir, f"plots_{s}")
         if os.path.isdir(plots):
             lines += [f"Plots: `{plots}/` (spectrogram with reference vs predicted fault bands per "
@@ -157,10 +180,12 @@ def main(argv=None) -> int:
     p.add_argument("--wall-seconds")
     p.add_argument("--load", help="load average to note (shared machines)")
     p.add_argument("--stage-times", help="stage_times.tsv of the recipe (wall and CPU seconds per stage)")
+    p.add_argument("--data-dir", help="data dir of the recipe: <dir>/<set>/faults.jsonl (simulated splits) "
+                                      "adds the per-kind breakdown")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     write_text_atomic(a.out, build(a.model_dir, a.test_sets.split(), a.baseline_dir, a.preset,
-                                   a.wall_seconds, a.load, a.stage_times))
+                                   a.wall_seconds, a.load, a.stage_times, a.data_dir))
     return 0
 
 

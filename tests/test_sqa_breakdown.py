@@ -1,0 +1,86 @@
+"""Per-kind breakdown of an SQA model's test outputs (pyutils.sqa.breakdown) and its place in the report."""
+
+import json
+
+import pytest
+
+from pyutils.sqa import breakdown
+from pyutils.sqa.report import build
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _example(tmp_path):
+    kinds = _jsonl(tmp_path / "faults.jsonl", [
+        {"utt_id": "u1", "duration": 4.0, "details": [
+            {"type": "distortion", "kind": "warble", "start": 1.0, "end": 2.0, "strength": 0.5}]},
+        {"utt_id": "u2", "duration": 3.0, "details": [
+            {"type": "noise", "kind": "pink", "start": 0.0, "end": 1.0, "snr_db": 5.0}]},
+        {"utt_id": "u3", "duration": 2.0, "details": []}])
+    ref = _jsonl(tmp_path / "ref.jsonl", [
+        {"utt_id": "u1", "score": 3.0, "faults": {"distortion": [[1.0, 2.0]]}},
+        {"utt_id": "u2", "score": 2.0, "faults": {"noise": [[0.0, 1.0]]}},
+        {"utt_id": "u3", "score": 4.6, "faults": {}}])
+    hyp = _jsonl(tmp_path / "hyp.jsonl", [
+        {"utt_id": "u1", "score": 3.5, "faults": {"distortion": [[1.5, 3.0]]}},      # half the warble
+        {"utt_id": "u2", "score": 2.5, "faults": {"distortion": [[0.2, 0.4]]}},      # noise missed, wrong class
+        {"utt_id": "u3", "score": 4.0, "faults": {"noise": [[0.5, 0.7]]}}])          # alarm on a clean one
+    return kinds, ref, hyp
+
+
+def test_found_covered_false_alarms_and_score_by_fault_count(tmp_path):
+    kinds, ref, hyp = _example(tmp_path)
+    b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))
+    rows = {(r["type"], r["kind"]): r for r in b["kinds"]}
+    # warble [1, 2) holds frames 50..99 (centres (2k+1)/100); [1.5, 3) covers 75..99: 25 of 50
+    assert rows[("distortion", "warble")] == {"type": "distortion", "kind": "warble", "n": 1, "found": 1.0,
+                                              "covered": 0.5}
+    assert rows[("noise", "pink")]["found"] == 0.0 and rows[("noise", "pink")]["covered"] == 0.0
+    assert [r["type"] for r in b["kinds"]] == ["noise", "distortion"]              # in FAULTS order
+    assert b["false_alarms"] == {"noise": [("no fault", 1)], "distortion": [("pink", 1)], "pause": []}
+    by = {c["faults"]: c for c in b["by_fault_count"]}
+    assert by[0]["n"] == 1 and by[0]["hyp"] - by[0]["ref"] == pytest.approx(-0.6)
+    assert by[1]["n"] == 2 and by[1]["ref"] == pytest.approx(2.5) and by[1]["hyp"] == pytest.approx(3.0)
+    text = "\n".join(breakdown.markdown(b))
+    assert "| distortion | warble | 1 | 1.00 | 0.50 |" in text
+    assert "noise 1 (no fault 1); distortion 1 (pink 1)" in text
+    assert "| 1 | 2 | 2.50 | 3.00 | +0.50 |" in text
+
+
+@pytest.mark.parametrize("row,msg", [
+    ({"utt_id": "u1", "details": [{"type": "hiss", "kind": "x", "start": 0, "end": 1}]}, "type in"),
+    ({"utt_id": "u1", "details": [{"type": "noise", "kind": "pink", "start": 2, "end": 1}]}, "start <= end"),
+    ({"utt_id": "u1", "details": [{"type": "noise", "kind": "pink", "start": 0, "end": float("nan")}]}, "finite"),
+    ({"utt_id": "u1", "details": "noise"}, "must be a list"),
+    ({"details": []}, "utt_id"),
+])
+def test_bad_kind_rows_name_the_file_and_line(tmp_path, row, msg):
+    path = tmp_path / "faults.jsonl"
+    path.write_text(json.dumps({"utt_id": "u0", "details": []}) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(ValueError, match=msg) as err:
+        breakdown.load_kinds(str(path))
+    assert f"{path}:2" in str(err.value)
+
+
+def test_report_adds_the_table_only_for_splits_that_know_their_kinds(tmp_path):
+    kinds, ref, hyp = _example(tmp_path)
+    model, data = tmp_path / "exp", tmp_path / "data"
+    for s in ("test", "test_plain"):
+        (model / f"infer_{s}").mkdir(parents=True)
+        (model / f"infer_{s}" / "hyp.jsonl").write_text(open(hyp).read())
+        (model / f"infer_{s}" / "score.json").write_text(json.dumps({
+            "Final": 0.5, "num_recordings": 3, "PCC": 0.5, "F1_macro": 0.5, "IoU_macro": 0.5,
+            "per_fault": {f: {"F1": 0.5, "IoU": 0.5, "counts": {"tp": 1, "fp": 0, "fn": 0}}
+                          for f in ("noise", "distortion", "pause")}}))
+        (data / s).mkdir(parents=True)
+        (data / s / "ref.jsonl").write_text(open(ref).read())
+    (data / "test" / "faults.jsonl").write_text(open(kinds).read())
+    text = build(str(model), ["test", "test_plain"], None, "ci", data_dir=str(data))
+    assert text.count("Per fault kind (3 recordings") == 1
+    assert text.index("Per fault kind") < text.index("## test_plain")
+    assert "Per fault kind" not in build(str(model), ["test"], None, "ci")          # no data dir, no table
+    (data / "test" / "faults.jsonl").write_text("{broken\n")
+    assert "Per-kind breakdown skipped:" in build(str(model), ["test"], None, "ci", data_dir=str(data))
