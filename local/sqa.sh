@@ -40,6 +40,8 @@ n_mels=80               # log-mel bins
 vad_feature=false       # append the silero-vad speech probability to the features
 cue_feature=false       # append the physical frame cues (pyutils.sqa.cues: reverb tails, noise floor,
                         # modulation, several voices); off: see RESULTS.md "physical frame cues"
+pitch_feature=false     # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing, log-period
+                        # deviation and change); off: test +0.007, test_real -0.018 (RESULTS.md)
 data_dir=data           # Kaldi-style data dirs
 dump_dir=dump           # features + 16 kHz audio
 exp_dir=exp             # models, logs, results
@@ -154,7 +156,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   for s in ${all_sets}; do
     out=${dump_dir}/${s}
     # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
-    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}$( [ "${cue_feature}" = true ] && echo " cues=true")") \
+    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}$( [ "${cue_feature}" = true ] && echo " cues=true")$( [ "${pitch_feature}" = true ] && echo " pitch=true")") \
       | md5sum | cut -d' ' -f1)"
     # the marker vouches for every dumped file (size + checksum): a deleted or damaged ark is re-dumped
     if _why=$(python -m pyutils.jobs.stage_marker check "${out}/.done" --sig "${sig}"); then
@@ -172,7 +174,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
         --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad ) \
-        $( [ "${cue_feature}" = true ] && echo --cues )
+        $( [ "${cue_feature}" = true ] && echo --cues ) $( [ "${pitch_feature}" = true ] && echo --pitch )
     echo "${_nj}" > "${out}/nj"
     pending="${pending} ${s}"; _sig[${s}]=${sig}
   done

@@ -140,6 +140,42 @@ def _periodicity(x: np.ndarray, n: int) -> np.ndarray:
     return np.stack([harm, res_harm, res_db], 1)
 
 
+PITCH_COLS = ("voicing", "log_period_dev", "log_period_delta")
+
+
+def pitch_track(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
+    """(n_frames, 3) float32 pitch contour at 10 ms: voicing strength (normalised autocorrelation
+    peak at 80-400 Hz, 40 ms frames), the log pitch period's deviation from the recording's median
+    over voiced frames (peak >= 0.5; the lag refined by a parabola through the peak), and its
+    change from the previous frame (0 where either frame is unvoiced). A vibrato (warble, wow) is
+    a 4-8 Hz sinusoid on this contour, whatever the harmonic it shows in."""
+    x = np.asarray(x, dtype=np.float64)
+    n = 1 + len(x) // HOP if n_frames is None else int(n_frames)
+    if n <= 0:
+        return np.zeros((0, len(PITCH_COLS)), dtype=np.float32)
+    xp = np.pad(x, (PITCH_WIN // 2, PITCH_WIN // 2 + PITCH_WIN))
+    fr = np.lib.stride_tricks.sliding_window_view(xp, PITCH_WIN)[::HOP][:n]
+    win = np.hanning(PITCH_WIN + 1)[:-1]
+    s = (fr - fr.mean(1, keepdims=True)) * win
+    ac = np.fft.irfft(np.abs(np.fft.rfft(s, n=2048)) ** 2)[:, : LAG_MAX + 2]
+    wac = np.fft.irfft(np.abs(np.fft.rfft(win, n=2048)) ** 2)[: LAG_MAX + 2]
+    r = ac / np.maximum(ac[:, :1], 1e-12) / (wac / wac[0])
+    k = r[:, LAG_MIN:LAG_MAX + 1].argmax(1) + LAG_MIN
+    rows = np.arange(n)
+    peak = np.where(ac[:, 0] > 1e-9, np.clip(r[rows, k], 0.0, 1.0), 0.0)
+    a, b, c = r[rows, k - 1], r[rows, k], r[rows, k + 1]
+    den = a - 2 * b + c
+    shift = np.where(np.abs(den) > 1e-9, np.clip(0.5 * (a - c) / np.where(den == 0, 1, den), -0.5, 0.5), 0.0)
+    logp = np.log(k + shift)
+    voiced = peak >= 0.5
+    dev = np.where(voiced, logp - (np.median(logp[voiced]) if voiced.any() else 0.0), 0.0)
+    delta = np.zeros(n)
+    both = voiced[1:] & voiced[:-1]
+    delta[1:] = np.where(both, logp[1:] - logp[:-1], 0.0)
+    out = np.stack([peak, np.clip(dev, -1.0, 1.0), np.clip(delta, -0.5, 0.5)], 1)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+
+
 def frame_cues(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
     """(n_frames, NUM_CUES) float32 cue columns of ``x`` (16 kHz mono) at 10 ms, frame ``j``
     centred at ``j * 10 ms`` (``n_frames`` defaults to ``1 + len(x) // 160``, the log-mel's)."""
