@@ -528,7 +528,7 @@ def dump_set(data_dir: str, work: str, feats_cfg: dict, embed_cfg: dict | None, 
     t0 = time.time()
     bad = F.dump(os.path.join(data_dir, "wav.scp"), out, "1", int(feats_cfg.get("n_mels", 80)),
                  bool(feats_cfg.get("vad", False)), bool(feats_cfg.get("cues", False)),
-                 float(feats_cfg.get("cue_context", 0.0)))
+                 float(feats_cfg.get("cue_context", 0.0)), bool(feats_cfg.get("pitch", False)))
     if bad:
         raise BenchError(f"{out}/bad.1: {bad} recordings could not be dumped")
     names = ["feats", "wav", "utt2num_frames", "utt2dur"]

@@ -3,9 +3,9 @@
 Features: power STFT (25 ms Hann window, 10 ms hop, 512-point FFT, centred
 frames) -> ``n_mels`` triangular mel filters (Slaney, 0-8 kHz) ->
 ``log(max(mel, 1e-10))``; optionally (``--vad``) one more column with the
-silero-vad speech probability, and (``--cues``) the physical frame cues of
+silero-vad speech probability, (``--cues``) the physical frame cues of
 :mod:`pyutils.sqa.cues` (reverberation tails, noise floors, modulation,
-several voices). Frame ``j`` is centred at ``j * 10 ms``; the model's
+several voices) and (``--pitch``) the pitch contour, in that order. Frame ``j`` is centred at ``j * 10 ms``; the model's
 stride 2 brings two frames onto one 20 ms scoring frame.
 
 CLI (one job of a ``${train_cmd} JOB=1:nj`` array)::
@@ -89,8 +89,9 @@ def vad_probs(x: np.ndarray, n_frames: int) -> np.ndarray:
 def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
     """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False, "cues": False}``):
     log-mel, then the silero-vad speech probability if ``vad``, then the physical
-    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``, and with
-    ``cue_context`` (seconds, > 0) the same cues averaged over +- that span after them."""
+    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``, with
+    ``cue_context`` (seconds, > 0) the same cues averaged over +- that span after them,
+    and with ``pitch`` the pitch contour of :func:`pyutils.sqa.cues.pitch_track` last."""
     cfg = {"n_mels": 80, "vad": False, "cues": False, **(cfg or {})}
     feats = fbank(x, int(cfg["n_mels"]))
     if cfg["vad"]:
