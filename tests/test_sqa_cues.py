@@ -1,5 +1,7 @@
 """Physical frame cues (pyutils.sqa.cues): each cue moves the way its physics says."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -156,3 +158,49 @@ def test_extract_cue_context_appends_the_pooled_cues(signals):
     np.testing.assert_allclose(f[:, 80 + NUM_CUES:], context_mean(f[:, 80:80 + NUM_CUES], 150), rtol=1e-5)
     assert np.all(np.abs(np.diff(f[:, -NUM_CUES:], axis=0)).mean(0)
                   <= np.abs(np.diff(f[:, 80:80 + NUM_CUES], axis=0)).mean(0) + 1e-6)   # smoother than the frames
+
+
+def test_extract_and_dump_append_the_pitch_contour_last(tmp_path, signals):
+    """``pitch`` in the feature config adds the contour after every other column, and a dump
+    made with ``--pitch`` says so in feats_config.json (read back by training and chorus-sqa)."""
+    sf = pytest.importorskip("soundfile")
+    from pyutils.sqa.cues import PITCH_COLS, pitch_track
+    from pyutils.sqa.features import dump
+
+    dry = signals[0][: 2 * SR]
+    f = extract(dry, {"n_mels": 80, "vad": False, "cues": True, "pitch": True})
+    assert f.shape == (fbank(dry).shape[0], 80 + NUM_CUES + len(PITCH_COLS))
+    np.testing.assert_array_equal(f[:, -len(PITCH_COLS):], pitch_track(dry, f.shape[0]))
+    sf.write(tmp_path / "a.wav", dry, SR)
+    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\n")
+    assert dump(str(tmp_path / "wav.scp"), str(tmp_path / "out"), "1", pitch=True) == 0
+    cfg = json.loads((tmp_path / "out" / "feats_config.json").read_text())
+    assert cfg == {"n_mels": 80, "vad": False, "pitch": True}
+
+
+def test_pitch_track_follows_a_vibrato_and_stays_flat_on_a_steady_voice():
+    from pyutils.sqa.cues import PITCH_COLS, pitch_track
+
+    sr = 16000
+    t = np.arange(2 * sr) / sr
+
+    def voice(f0):                           # five harmonics on an instantaneous f0 contour
+        phase = 2 * np.pi * np.cumsum(f0) / sr
+        return sum(np.sin(h * phase) / h for h in range(1, 6)) * 0.3
+
+    steady = pitch_track(voice(np.full_like(t, 150.0)))
+    wobble = pitch_track(voice(150.0 * (1 + 0.05 * np.sin(2 * np.pi * 6 * t))))
+    assert steady.shape == (1 + len(t) // 160, len(PITCH_COLS)) and steady.dtype == np.float32
+    inner = slice(10, -10)
+    assert steady[inner, 0].min() > 0.9                                   # voiced throughout
+    assert np.abs(steady[inner, 1]).max() < 0.01 and np.abs(steady[inner, 2]).max() < 0.01
+    dev = wobble[inner, 1]
+    assert 0.03 < dev.max() < 0.08 and -0.08 < dev.min() < -0.03           # +-5 % in log period
+    # the deviation swings at 6 Hz: its spectrum peaks near 6 Hz (100 frames per second)
+    spec = np.abs(np.fft.rfft(dev - dev.mean()))
+    freqs = np.fft.rfftfreq(len(dev), 0.01)
+    assert 5.0 < freqs[spec.argmax()] < 7.0
+    noise = pitch_track(np.random.default_rng(0).standard_normal(sr) * 0.1)
+    assert np.median(noise[:, 0]) < 0.5 and np.all(noise[noise[:, 0] < 0.5, 1:] == 0)
+    quiet = pitch_track(np.zeros(sr // 2))
+    assert np.all(np.isfinite(quiet)) and not quiet.any()
