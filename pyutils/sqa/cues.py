@@ -112,6 +112,15 @@ def _modulation(e: np.ndarray) -> np.ndarray:
     return np.where(total > 1e-20, speech / np.maximum(total, 1e-30), 0.0)
 
 
+def _normalised_acf(frames: np.ndarray, win: np.ndarray, lags: int) -> tuple:
+    """Autocorrelation of each mean-removed, windowed frame at lags 0..``lags - 1``, divided by
+    its lag-0 value and by the window's own autocorrelation (Boersma's correction) -> (r, ac0)."""
+    s = (frames - frames.mean(1, keepdims=True)) * win
+    ac = np.fft.irfft(np.abs(np.fft.rfft(s, n=2048)) ** 2)[:, :lags]
+    wac = np.fft.irfft(np.abs(np.fft.rfft(win, n=2048)) ** 2)[:lags]
+    return ac / np.maximum(ac[:, :1], 1e-12) / (wac / wac[0]), ac[:, 0]
+
+
 def _periodicity(x: np.ndarray, n: int) -> np.ndarray:
     """(n, 3): harmonicity, residual harmonicity after cancelling the main period, residual dB."""
     width = PITCH_WIN + LAG_MAX
@@ -121,14 +130,11 @@ def _periodicity(x: np.ndarray, n: int) -> np.ndarray:
     win = np.hanning(PITCH_WIN + 1)[:-1]
 
     def acf_peak(sig):
-        s = (sig - sig.mean(1, keepdims=True)) * win
-        ac = np.fft.irfft(np.abs(np.fft.rfft(s, n=2048)) ** 2)[:, : LAG_MAX + 1]
-        wac = np.fft.irfft(np.abs(np.fft.rfft(win, n=2048)) ** 2)[: LAG_MAX + 1]
-        r = ac / np.maximum(ac[:, :1], 1e-12) / (wac / wac[0])     # Boersma's window correction
+        r, ac0 = _normalised_acf(sig, win, LAG_MAX + 1)
         seg = r[:, LAG_MIN:LAG_MAX + 1]
         k = seg.argmax(1)
         peak = np.clip(seg[np.arange(len(seg)), k], 0.0, 1.0)
-        return np.where(ac[:, 0] > 1e-9, peak, 0.0), k + LAG_MIN
+        return np.where(ac0 > 1e-9, peak, 0.0), k + LAG_MIN
 
     harm, period = acf_peak(cur)
     idx = np.arange(PITCH_WIN)[None, :] + LAG_MAX - period[:, None]
@@ -155,14 +161,10 @@ def pitch_track(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
         return np.zeros((0, len(PITCH_COLS)), dtype=np.float32)
     xp = np.pad(x, (PITCH_WIN // 2, PITCH_WIN // 2 + PITCH_WIN))
     fr = np.lib.stride_tricks.sliding_window_view(xp, PITCH_WIN)[::HOP][:n]
-    win = np.hanning(PITCH_WIN + 1)[:-1]
-    s = (fr - fr.mean(1, keepdims=True)) * win
-    ac = np.fft.irfft(np.abs(np.fft.rfft(s, n=2048)) ** 2)[:, : LAG_MAX + 2]
-    wac = np.fft.irfft(np.abs(np.fft.rfft(win, n=2048)) ** 2)[: LAG_MAX + 2]
-    r = ac / np.maximum(ac[:, :1], 1e-12) / (wac / wac[0])
+    r, ac0 = _normalised_acf(fr, np.hanning(PITCH_WIN + 1)[:-1], LAG_MAX + 2)   # one lag more: parabola
     k = r[:, LAG_MIN:LAG_MAX + 1].argmax(1) + LAG_MIN
     rows = np.arange(n)
-    peak = np.where(ac[:, 0] > 1e-9, np.clip(r[rows, k], 0.0, 1.0), 0.0)
+    peak = np.where(ac0 > 1e-9, np.clip(r[rows, k], 0.0, 1.0), 0.0)
     a, b, c = r[rows, k - 1], r[rows, k], r[rows, k + 1]
     den = a - 2 * b + c
     shift = np.where(np.abs(den) > 1e-9, np.clip(0.5 * (a - c) / np.where(den == 0, 1, den), -0.5, 0.5), 0.0)
