@@ -193,12 +193,13 @@ def test_pitch_track_follows_a_vibrato_and_stays_flat_on_a_steady_voice():
     assert steady.shape == (1 + len(t) // 160, len(PITCH_COLS)) and steady.dtype == np.float32
     inner = slice(10, -10)
     assert steady[inner, 0].min() > 0.9                                   # voiced throughout
-    assert np.abs(steady[inner, 1]).max() < 0.01 and np.abs(steady[inner, 2]).max() < 0.01
-    dev = wobble[inner, 1]
-    assert 0.03 < dev.max() < 0.08 and -0.08 < dev.min() < -0.03           # +-5 % in log period
-    # the deviation swings at 6 Hz: its spectrum peaks near 6 Hz (100 frames per second)
-    spec = np.abs(np.fft.rfft(dev - dev.mean()))
-    freqs = np.fft.rfftfreq(len(dev), 0.01)
+    assert np.abs(steady[inner, 1]).max() < 0.01
+    # the log period follows 5 % * sin(2 pi 6 t); its frame-to-frame change peaks at
+    # 0.05 * 2 pi * 6 * 0.01 = 0.019 and swings at 6 Hz (100 frames per second)
+    delta = wobble[inner, 1]
+    assert 0.012 < delta.max() < 0.03 and -0.03 < delta.min() < -0.012
+    spec = np.abs(np.fft.rfft(delta - delta.mean()))
+    freqs = np.fft.rfftfreq(len(delta), 0.01)
     assert 5.0 < freqs[spec.argmax()] < 7.0
     noise = pitch_track(np.random.default_rng(0).standard_normal(sr) * 0.1)
     assert np.median(noise[:, 0]) < 0.5 and np.all(noise[noise[:, 0] < 0.5, 1:] == 0)

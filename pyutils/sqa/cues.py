@@ -146,15 +146,17 @@ def _periodicity(x: np.ndarray, n: int) -> np.ndarray:
     return np.stack([harm, res_harm, res_db], 1)
 
 
-PITCH_COLS = ("voicing", "log_period_dev", "log_period_delta")
+PITCH_COLS = ("voicing", "log_period_delta")
 
 
 def pitch_track(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
-    """(n_frames, 3) float32 pitch contour at 10 ms: voicing strength (normalised autocorrelation
-    peak at 80-400 Hz, 40 ms frames), the log pitch period's deviation from the recording's median
-    over voiced frames (peak >= 0.5; the lag refined by a parabola through the peak), and its
-    change from the previous frame (0 where either frame is unvoiced). A vibrato (warble, wow) is
-    a 4-8 Hz sinusoid on this contour, whatever the harmonic it shows in."""
+    """(n_frames, 2) float32 pitch contour at 10 ms: voicing strength (normalised autocorrelation
+    peak at 80-400 Hz, 40 ms frames) and the change of the log pitch period from the previous
+    frame (the lag refined by a parabola through the peak; 0 unless both frames are voiced, peak
+    >= 0.5). A vibrato (warble, wow) is a 4-8 Hz sinusoid on this delta, whatever the harmonic it
+    shows in. The pitch level itself (its deviation from the recording's median) is left out: a
+    real talker's own intonation moves it as much as a fault does, and with it the model lost on
+    real speech (egs/sqa/RESULTS.md)."""
     x = np.asarray(x, dtype=np.float64)
     n = 1 + len(x) // HOP if n_frames is None else int(n_frames)
     if n <= 0:
@@ -170,11 +172,10 @@ def pitch_track(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
     shift = np.where(np.abs(den) > 1e-9, np.clip(0.5 * (a - c) / np.where(den == 0, 1, den), -0.5, 0.5), 0.0)
     logp = np.log(k + shift)
     voiced = peak >= 0.5
-    dev = np.where(voiced, logp - (np.median(logp[voiced]) if voiced.any() else 0.0), 0.0)
     delta = np.zeros(n)
     both = voiced[1:] & voiced[:-1]
     delta[1:] = np.where(both, logp[1:] - logp[:-1], 0.0)
-    out = np.stack([peak, np.clip(dev, -1.0, 1.0), np.clip(delta, -0.5, 0.5)], 1)
+    out = np.stack([peak, np.clip(delta, -0.5, 0.5)], 1)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
