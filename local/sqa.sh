@@ -40,7 +40,7 @@ n_mels=80               # log-mel bins
 vad_feature=false       # append the silero-vad speech probability to the features
 cue_feature=false       # append the physical frame cues (pyutils.sqa.cues: reverb tails, noise floor,
                         # modulation, several voices); off: see RESULTS.md "physical frame cues"
-pitch_feature=false     # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing and the
+pitch_feature=true      # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing and the
                         # log period's change per 10 ms; RESULTS.md)
 data_dir=data           # Kaldi-style data dirs
 dump_dir=dump           # features + 16 kHz audio
