@@ -6,16 +6,19 @@ import torch
 
 from pyutils.sqa.common import num_grid_frames
 from pyutils.sqa.features import fbank
-from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model
+from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model, soft_event_count
 
 
-@pytest.mark.parametrize("encoder,pooling,first", [("gru", "att", False), ("tcn", "att", False),
-                                                   ("tcn", "rich", False), ("tcn", "rich", True)])
-def test_forward_shapes_at_20ms(encoder, pooling, first):
+@pytest.mark.parametrize("encoder,pooling,first,events", [("gru", "att", False, False),
+                                                          ("tcn", "att", False, False),
+                                                          ("tcn", "rich", False, False),
+                                                          ("tcn", "rich", True, False),
+                                                          ("tcn", "rich", False, True)])
+def test_forward_shapes_at_20ms(encoder, pooling, first, events):
     torch.manual_seed(0)
     model = SQAModel(ModelConfig(input_dim=40, conv_channels=16, rnn_hidden=8, rnn_layers=1,
                                  encoder=encoder, tcn_dilations=(1, 2), score_pooling=pooling,
-                                 subsample_first=first)).eval()
+                                 subsample_first=first, score_events=events)).eval()
     durs = [1.0, 0.73, 0.31]
     feats = [fbank(np.random.default_rng(i).standard_normal(int(d * 16000)).astype(np.float32) * 0.1, 40)
              for i, d in enumerate(durs)]
@@ -130,3 +133,28 @@ def test_channels_last_block_is_conv1d_layernorm_gelu(stride, dilation):
     got = conv_ln_gelu(to_channels_last(x), conv, norm).squeeze(2)
     assert got.shape == ref.shape
     assert torch.allclose(got, ref, atol=1e-5)
+
+
+def test_soft_event_count_counts_runs_and_ignores_padding():
+    p = torch.zeros(2, 120, 3)
+    p[:, 10:20, 0] = 1
+    p[:, 40:60, 0] = 1
+    p[:, 80:100, 0] = 1           # three runs of noise
+    p[:, 0:50, 1] = 1             # one run from the first frame
+    p[:, 95:100, 2] = 1           # one run up to the last valid frame of row 1
+    mask = torch.ones(2, 120, dtype=torch.bool)
+    mask[1, 100:] = False
+    p[1, 100:] = 0.7              # padding holds garbage: it must not count
+    assert torch.allclose(soft_event_count(p, mask), torch.tensor([[3.0, 1.0, 1.0]] * 2), atol=1e-5)
+    # jitter inside one event adds little; a second run adds one
+    q = torch.zeros(1, 100, 1)
+    q[0, 20:60, 0] = 0.9 + 0.1 * (torch.arange(40) % 2)
+    one = soft_event_count(q, torch.ones(1, 100, dtype=torch.bool)).item()
+    raw = soft_event_count(q, torch.ones(1, 100, dtype=torch.bool), smooth=1).item()
+    assert abs(raw - 2.9) < 1e-5 and 0.9 <= one < 1.5     # 20 jitter rises of 0.1 unsmoothed
+    q[0, 75:90, 0] = 1
+    assert abs(soft_event_count(q, torch.ones(1, 100, dtype=torch.bool)).item() - one - 1) < 1e-5
+    # gradients reach the probabilities
+    r = torch.rand(1, 50, 3, requires_grad=True)
+    soft_event_count(r, torch.ones(1, 50, dtype=torch.bool)).sum().backward()
+    assert r.grad is not None and r.grad.abs().sum() > 0

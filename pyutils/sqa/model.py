@@ -65,6 +65,11 @@ class ModelConfig:
     # the front-end's stride-2 layer first (kernel 5, 10 ms -> 20 ms) instead of second:
     # the layers after it then run at 20 ms. False = the layout of models trained before
     subsample_first: bool = False
+    # also give the score head each track's number of fault events (a soft count of the
+    # onsets of its frame probability, :func:`soft_event_count`): a recording with two
+    # separate clipping bursts is worse than one with a single burst of the same total
+    # length, which fractions and seconds cannot tell apart
+    score_events: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -152,6 +157,8 @@ class SQAModel(nn.Module):
             raise ValueError(f"unknown score_faults {cfg.score_faults!r} (class or union)")
         k = SCORE_TRACKS[cfg.score_faults]
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
+        if cfg.score_events:
+            score_in += k
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
         if cfg.embed_dim > 0:
@@ -229,6 +236,8 @@ class SQAModel(nn.Module):
         else:
             secs = (tracks() * m).sum(1) * 0.02  # predicted seconds per fault (track)
             parts = [pooled, mx, frac, torch.log1p(secs)]
+        if self.cfg.score_events:
+            parts.append(torch.log1p(soft_event_count(tracks(), mask)))
         if self.cfg.embed_dim > 0:
             if embed is None or embed.shape[-1] != self.cfg.embed_dim:
                 got = None if embed is None else tuple(embed.shape)
@@ -251,6 +260,28 @@ def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
     i_n, i_d, i_p = FAULTS.index("noise"), FAULTS.index("distortion"), FAULTS.index("pause")
     either = 1.0 - (1.0 - probs[..., i_n]) * (1.0 - probs[..., i_d])
     return torch.stack([either, probs[..., i_p]], dim=-1)
+
+
+EVENT_SMOOTH = 5   # frames (100 ms at 20 ms) of moving average before the onsets are counted
+
+
+def soft_event_count(probs: torch.Tensor, mask: torch.Tensor, smooth: int = EVENT_SMOOTH) -> torch.Tensor:
+    """(B, T, k) frame probabilities, (B, T) valid-frame mask -> (B, k) soft number of events.
+
+    ``count = p'_0 + sum_t max(0, p'_t - p'_{t-1})``: the total rise of the track ``p'``
+    (``p`` under a ``smooth``-frame moving average over the valid frames, so that
+    frame-to-frame jitter inside one event adds little; padding does not change it). A 0/1
+    track of ``n`` runs, each run and gap at least ``smooth`` frames long, gives exactly
+    ``n``; differentiable, so the score head can learn from it.
+    """
+    m = mask.to(probs.dtype).unsqueeze(1)                           # (B, 1, T)
+    x = probs.transpose(1, 2) * m                                   # (B, k, T)
+    if smooth > 1 and x.shape[-1] > 1:
+        def pool(v):
+            return torch.nn.functional.avg_pool1d(v, smooth, stride=1, padding=smooth // 2)
+        x = pool(x) / pool(m).clamp(min=1e-6) * m
+    rise = torch.relu(x[..., 1:] - x[..., :-1]).sum(-1)
+    return x[..., 0] + rise
 
 
 def frames_to_grid(frames, n_feats: int):
