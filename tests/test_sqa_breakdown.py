@@ -41,13 +41,33 @@ def test_found_covered_false_alarms_and_score_by_fault_count(tmp_path):
     assert rows[("noise", "pink")]["found"] == 0.0 and rows[("noise", "pink")]["covered"] == 0.0
     assert [r["type"] for r in b["kinds"]] == ["noise", "distortion"]              # in FAULTS order
     assert b["false_alarms"] == {"noise": [("no fault", 1)], "distortion": [("pink", 1)], "pause": []}
-    by = {c["faults"]: c for c in b["by_fault_count"]}
-    assert by[0]["n"] == 1 and by[0]["hyp"] - by[0]["ref"] == pytest.approx(-0.6)
-    assert by[1]["n"] == 2 and by[1]["ref"] == pytest.approx(2.5) and by[1]["hyp"] == pytest.approx(3.0)
+    by = {(c["faults"], c["same_type"]): c for c in b["by_fault_count"]}
+    assert by[(0, 0)]["n"] == 1 and by[(0, 0)]["hyp"] - by[(0, 0)]["ref"] == pytest.approx(-0.6)
+    assert by[(1, 1)]["n"] == 2 and by[(1, 1)]["ref"] == pytest.approx(2.5) and by[(1, 1)]["hyp"] == pytest.approx(3.0)
     text = "\n".join(breakdown.markdown(b))
     assert "| distortion | warble | 1 | 1.00 | 0.50 |" in text
     assert "noise 1 (no fault 1); distortion 1 (pink 1)" in text
-    assert "| 1 | 2 | 2.50 | 3.00 | +0.50 |" in text
+    assert "| 1 | 1 | 2 | 2.50 | 3.00 | +0.50 |" in text
+
+
+def test_score_groups_split_repeated_faults_of_one_type(tmp_path):
+    clip = {"type": "distortion", "kind": "clipping", "strength": 0.8}
+    kinds = _jsonl(tmp_path / "faults.jsonl", [
+        {"utt_id": "a", "duration": 4.0, "details": [dict(clip, start=0.0, end=0.5), dict(clip, start=2.0, end=2.5),
+                                                      {"type": "noise", "kind": "pink", "start": 1.0, "end": 1.5,
+                                                       "snr_db": 5.0}]},
+        {"utt_id": "b", "duration": 4.0, "details": [dict(clip, start=0.0, end=0.5),
+                                                      {"type": "noise", "kind": "pink", "start": 1.0, "end": 1.5,
+                                                       "snr_db": 5.0},
+                                                      {"type": "pause", "kind": "silence", "start": 3.0, "end": 3.5}]}])
+    ref = _jsonl(tmp_path / "ref.jsonl", [{"utt_id": "a", "score": 1.5, "faults": {}},
+                                         {"utt_id": "b", "score": 2.0, "faults": {}}])
+    hyp = _jsonl(tmp_path / "hyp.jsonl", [{"utt_id": "a", "score": 2.5, "faults": {}},
+                                         {"utt_id": "b", "score": 2.1, "faults": {}}])
+    b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))
+    assert [(c["faults"], c["same_type"], c["n"]) for c in b["by_fault_count"]] == [(3, 1, 1), (3, 2, 1)]
+    text = "\n".join(breakdown.markdown(b))
+    assert "| 3 | 2 | 1 | 1.50 | 2.50 | +1.00 |" in text and "| 3 | 1 | 1 | 2.00 | 2.10 | +0.10 |" in text
 
 
 @pytest.mark.parametrize("row,msg", [

@@ -10,8 +10,9 @@ babble, ...), so on such a split this module tells, for every kind:
   belongs to [s, e) when s <= (2k+1)/100 < e) inside predicted intervals of the same type;
 - ``false alarms``: recordings without a fault type in the reference where the model
   predicts it, listed by the kinds those recordings do hold (what the alarm sits on);
-- score error by the number of faults a recording holds (mean predicted minus mean
-  reference): a model that rates many-fault recordings too well shows it here.
+- score error by the number of faults a recording holds and the most of them of one type
+  (mean predicted minus mean reference): a model that rates many-fault recordings too
+  well, or cannot tell two bursts of a fault from one, shows it here.
 
 ``python -m pyutils.sqa.breakdown --faults data/test/faults.jsonl --ref data/test/ref.jsonl
 --hyp exp/sqa_default/infer_test/hyp.jsonl`` prints the markdown; the report calls
@@ -90,7 +91,8 @@ def breakdown(kinds: dict, refs: dict, hyps: dict) -> dict:
             if hyp_faults.get(ftype) and not ref_faults.get(ftype):
                 held = sorted({kind for _, kind, _, _ in kinds[u]}) or ["no fault"]
                 alarms[ftype][" + ".join(held)] += 1
-        c = by_count[len(kinds[u])]
+        per_type = Counter(ftype for ftype, _, _, _ in kinds[u])
+        c = by_count[(len(kinds[u]), max(per_type.values(), default=0))]
         c["n"] += 1
         c["ref"] += ref_score
         c["hyp"] += hyp_score
@@ -98,8 +100,8 @@ def breakdown(kinds: dict, refs: dict, hyps: dict) -> dict:
     for (ftype, kind), k in sorted(per_kind.items(), key=lambda x: (FAULTS.index(x[0][0]), x[0][1])):
         rows.append({"type": ftype, "kind": kind, "n": k["n"], "found": k["found"] / k["n"],
                      "covered": k["covered_frames"] / k["ref_frames"] if k["ref_frames"] else float("nan")})
-    counts = [{"faults": n, "n": c["n"], "ref": c["ref"] / c["n"], "hyp": c["hyp"] / c["n"]}
-              for n, c in sorted(by_count.items())]
+    counts = [{"faults": n, "same_type": same, "n": c["n"], "ref": c["ref"] / c["n"], "hyp": c["hyp"] / c["n"]}
+              for (n, same), c in sorted(by_count.items())]
     return {"recordings": len(utts), "kinds": rows,
             "false_alarms": {f: alarms[f].most_common() for f in FAULTS}, "by_fault_count": counts}
 
@@ -123,11 +125,12 @@ def markdown(b: dict, max_alarm_groups: int = 4) -> List[str]:
             more = sum(n for _, n in groups[max_alarm_groups:])
             parts.append(f"{f} {total} ({shown}{f', other {more}' if more else ''})")
     lines.append("False alarms, by the kinds the recording holds: " + ("; ".join(parts) if parts else "none") + ".")
-    lines += ["", "Score by the number of faults in the recording:", "",
-              "| faults | recordings | mean reference | mean predicted | predicted - reference |",
-              "|---|---|---|---|---|"]
+    lines += ["", "Score by the number of faults in the recording (and the most of them of one type):", "",
+              "| faults | of one type | recordings | mean reference | mean predicted | predicted - reference |",
+              "|---|---|---|---|---|---|"]
     for c in b["by_fault_count"]:
-        lines.append(f"| {c['faults']} | {c['n']} | {c['ref']:.2f} | {c['hyp']:.2f} | {c['hyp'] - c['ref']:+.2f} |")
+        lines.append(f"| {c['faults']} | {c['same_type']} | {c['n']} | {c['ref']:.2f} | {c['hyp']:.2f} "
+                     f"| {c['hyp'] - c['ref']:+.2f} |")
     return lines
 
 
