@@ -15,7 +15,7 @@ Evidence for the fault detector's class boundaries (egs/sqa RESULTS.md,
   with the energy 100 ms earlier (energy in the gaps that follows the speech
   before it, as a reverberation tail or an echo does, gives a high value).
 
-    python benchmarks/sqa_fault_physics.py egs/sqa/corpus/sqa_mini4_default [--split train]
+    python benchmarks/sqa_fault_physics.py egs/sqa/corpus/sqa_mini3_default [--split train]
 """
 
 from __future__ import annotations

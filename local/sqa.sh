@@ -34,8 +34,7 @@ esac
 stage=0                 # first stage to run
 stop_stage=8            # last stage to run
 nj=2                    # parallel jobs for dump and baselines
-corpus_dir=corpus/sqa_mini4_${preset}   # where stage 0 writes the mini corpus (3: real talkers in train;
-                                        # 4: faults of one type never overlap)
+corpus_dir=corpus/sqa_mini3_${preset}   # where stage 0 writes the mini corpus (3: real talkers in train)
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
 vad_feature=false       # append the silero-vad speech probability to the features

@@ -230,15 +230,3 @@ def test_smear_spreads_a_burst_a_little_before_and_after_but_not_further():
     near_before, near_after = np.abs(y[8000 - 480:8000 - 80]), np.abs(y[9600 + 80:9600 + 480])
     assert near_before.max() > 0.02 and near_after.max() > 0.02        # pre- and post-echo
     assert np.abs(y[:8000 - 2400]).max() < 0.01 and np.abs(y[9600 + 2400:]).max() < 0.01   # <= 150 ms
-
-
-@pytest.mark.parametrize("ftype", ["noise", "distortion"])
-def test_faults_of_one_type_never_overlap(ftype):
-    # quality_score charges every fault; two overlapping faults of one type would be charged
-    # twice for what sounds like one harsher fault
-    for seed in range(20):
-        _, iv, details = faults.apply_random_faults(_speechlike(seed), np.random.default_rng(seed), SR,
-                                                    n_faults=3, types=(ftype,))
-        spans = sorted((d["start"], d["end"]) for d in details if d["type"] == ftype)
-        assert len(spans) == 3 and spans == [tuple(x) for x in iv[ftype]]
-        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (seed, spans)

@@ -540,23 +540,17 @@ def apply_random_faults(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPL
         x = y
     total = len(x) / sr
     pauses = [(d["start"], d["end"]) for d in details]
-    # faults of one type stay apart too: two overlapping noises sound like one louder noise
-    # and two clippings of one stretch like one harsher clipping, but quality_score would
-    # charge both penalties, so the reference would not be a function of the audio
-    taken: Dict[str, list] = {"noise": [], "distortion": []}
     for t in sorted(chosen, key=lambda t: t != "distortion"):   # distortion before noise
         if t == "distortion":
             kind = kinds["distortion"][int(rng.integers(len(kinds["distortion"])))]
-            s, e = _pick_interval(total, rng, 0.4, 0.6, pauses + taken["distortion"])
-            taken["distortion"].append((s, e))
+            s, e = _pick_interval(total, rng, 0.4, 0.6, pauses)
             strength = float(rng.uniform(0.2, 1.0))
             x = apply_distortion(x, s, e, rng, kind, strength, sr)
             details.append({"type": "distortion", "kind": kind, "start": s, "end": e,
                             "strength": round(strength, 4)})
         else:
             kind = kinds["noise"][int(rng.integers(len(kinds["noise"])))]
-            s, e = _pick_interval(total, rng, 0.5, 1.0, pauses + taken["noise"])
-            taken["noise"].append((s, e))
+            s, e = _pick_interval(total, rng, 0.5, 1.0, pauses)
             snr = float(rng.uniform(0, 25))
             x = apply_noise(x, s, e, rng, kind, snr, sr, babble_sources, speech_level=level)
             details.append({"type": "noise", "kind": kind, "start": s, "end": e,
