@@ -31,16 +31,22 @@ def test_dataset_items_and_collate(tmp_path):
     with kaldiio.WriteHelper(f"ark,scp:{tmp_path}/f.ark,{tmp_path}/feats.scp") as w:
         w("a", np.zeros((101, 8), np.float32))
         w("b", np.ones((51, 8), np.float32))
-    (tmp_path / "utt2dur").write_text("a 1.0\nb 0.5\n")
+        w("c", np.ones((51, 8), np.float32))
+    (tmp_path / "utt2dur").write_text("a 1.0\nb 0.5\nc 0.5\n")
     (tmp_path / "ref.jsonl").write_text(
         '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n'
+        '{"utt_id": "c", "score": 1.5, "faults": {"noise": [[0.1, 0.3], [0.2, 0.4]], "distortion": [[0, 0.1]]}}\n'
         '{"utt_id": "b", "score": 4.0, "faults": {}}\n')
     ds = SQADataset(str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), str(tmp_path / "ref.jsonl"))
     a = ds[ds.utts.index("a")]
     assert a["n"] == 50 and a["labels"].shape == (50, len(FAULTS))
     assert a["labels"][:, 0].nonzero().flatten().tolist() == list(range(5, 15))
     assert a["presence"].tolist() == [1.0, 0.0, 0.0] and float(a["score"]) == 2.5
-    b = collate([ds[0], ds[1]])
+    # every reference interval is one event, overlapping ones too (the score charges each)
+    assert a["counts"].tolist() == [1.0, 0.0, 0.0]
+    assert ds[ds.utts.index("c")]["counts"].tolist() == [2.0, 1.0, 0.0]
+    b = collate([ds[ds.utts.index("a")], ds[ds.utts.index("b")]])
+    assert b["counts"].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     assert b["feats"].shape == (2, 101, 8) and b["labels"].shape == (2, 50, 3)
     assert b["mask"].sum().item() == 75
 
@@ -90,6 +96,7 @@ def test_channel_examples_keep_labels_and_score(tmp_path):
     (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'a.wav'}\n")
     (tmp_path / "ref.jsonl").write_text(
         '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n'
+        '{"utt_id": "c", "score": 1.5, "faults": {"noise": [[0.1, 0.3], [0.2, 0.4]], "distortion": [[0, 0.1]]}}\n'
         '{"utt_id": "b", "score": 2.0, "faults": {"noise": [], "distortion": [[0.2, 0.5]], "pause": []}}\n')
     args = (str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), str(tmp_path / "ref.jsonl"),
             str(tmp_path / "wav.scp"))

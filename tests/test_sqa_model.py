@@ -7,6 +7,7 @@ import torch
 from pyutils.sqa.common import num_grid_frames
 from pyutils.sqa.features import fbank
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model, soft_event_count
+from pyutils.sqa.model import count_events
 
 
 @pytest.mark.parametrize("encoder,pooling,first,events", [("gru", "att", False, False),
@@ -158,3 +159,39 @@ def test_soft_event_count_counts_runs_and_ignores_padding():
     r = torch.rand(1, 50, 3, requires_grad=True)
     soft_event_count(r, torch.ones(1, 50, dtype=torch.bool)).sum().backward()
     assert r.grad is not None and r.grad.abs().sum() > 0
+
+
+def test_count_events_sums_a_density_over_valid_frames_only():
+    logits = torch.full((2, 50, 3), -30.0)
+    logits[:, 10, 0] = 30.0                # softplus(30) ~ 30: a spike worth 30 events
+    logits[:, 20:30, 1] = 0.0              # ten frames of log(2)
+    mask = torch.ones(2, 50, dtype=torch.bool)
+    mask[1, 25:] = False
+    logits[1, 25:] = 5.0                   # padding holds garbage: it must not count
+    c = count_events(logits, mask)
+    assert torch.allclose(c[:, 0], torch.tensor([30.0, 30.0]), atol=1e-3)
+    assert torch.allclose(c[:, 1], torch.tensor([10, 5]) * torch.log(torch.tensor(2.0)), atol=1e-4)
+    assert (c[:, 2] < 1e-9).all()
+
+
+def test_event_counter_head_feeds_the_score_and_ignores_padding():
+    torch.manual_seed(0)
+    cfg = dict(input_dim=40, conv_channels=16, rnn_hidden=8, encoder="tcn", tcn_dilations=(1, 2),
+               score_pooling="rich")
+    plain = SQAModel(ModelConfig(**cfg))
+    model = SQAModel(ModelConfig(**cfg, event_counter=True)).eval()
+    assert "counts" not in plain.eval()(torch.zeros(1, 60, 40), torch.tensor([60]))
+    assert model.score_head[0].in_features == plain.score_head[0].in_features + 3
+    x = torch.randn(2, 120, 40)
+    lengths = torch.tensor([120, 70])
+    out = model(x, lengths)
+    assert out["counts"].shape == (2, 3) and (out["counts"] >= 0).all()
+    assert (out["counts"][0] < 1.0).all()      # starts near zero events (COUNT_BIAS)
+    single = model(x[1:2, :70], lengths[1:2])
+    assert torch.allclose(single["counts"], out["counts"][1:2], atol=1e-5)
+    assert torch.allclose(single["score"], out["score"][1:2], atol=1e-5)
+    # the count reaches the score: its gradient flows back into the density head
+    model.zero_grad()
+    out = model(x, lengths)
+    out["score"].sum().backward()
+    assert model.count_head.weight.grad.abs().sum() > 0

@@ -198,3 +198,34 @@ def test_ema_weights_are_what_model_pt_keeps_and_resume_restores_them(tmp_path):
     torch.save(bad, out2 / "last.pt")
     with pytest.raises(SystemExit, match="no EMA weights"):
         main(_args(tmp_path, d, out2) + ["--resume"])
+
+
+def test_event_count_loss_is_added_and_learnable():
+    import torch
+    from pyutils.sqa.model import ModelConfig, SQAModel
+    from pyutils.sqa.train import DEFAULTS, compute_loss
+
+    torch.manual_seed(0)
+    model = SQAModel(ModelConfig(input_dim=8, conv_channels=8, rnn_hidden=8, encoder="tcn",
+                                 tcn_dilations=(1, 2), score_pooling="rich", event_counter=True, dropout=0.0))
+    batch = {"feats": torch.randn(4, 100, 8), "lengths": torch.tensor([100, 100, 80, 60]),
+             "labels": torch.zeros(4, 50, 3), "mask": torch.ones(4, 50, dtype=torch.bool),
+             "presence": torch.zeros(4, 3), "score": torch.full((4,), 3.0),
+             "score_weight": torch.ones(4),
+             "counts": torch.tensor([[0.0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 0, 1]])}
+    mean, std = torch.zeros(8), torch.ones(8)
+    cfg = dict(DEFAULTS, w_count=0.0)
+    base, _ = compute_loss(model, batch, mean, std, cfg)
+    with_count, _ = compute_loss(model, batch, mean, std, dict(cfg, w_count=1.0))
+    counts = model((batch["feats"] - mean) / std, batch["lengths"])["counts"]
+    expected = torch.nn.functional.smooth_l1_loss(torch.log1p(counts), torch.log1p(batch["counts"]))
+    assert torch.allclose(with_count - base, expected, atol=1e-6) and expected > 0.05
+    # the count head alone can fit the counts of a fixed batch
+    opt = torch.optim.Adam(model.count_head.parameters(), lr=0.1)
+    first = expected.item()
+    for _ in range(50):
+        loss, _ = compute_loss(model, batch, mean, std, dict(cfg, w_score=0.0, w_frame=0.0, w_utt=0.0, w_count=1.0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.3 * first

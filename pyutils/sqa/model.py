@@ -70,6 +70,10 @@ class ModelConfig:
     # separate clipping bursts is worse than one with a single burst of the same total
     # length, which fractions and seconds cannot tell apart
     score_events: bool = False
+    # a head that counts each type's fault events (an event density per frame, summed over
+    # the recording: :func:`count_events`), trained on the number of reference intervals
+    # of each type, its count given to the score head (``train.py``: ``w_count``)
+    event_counter: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,6 +163,10 @@ class SQAModel(nn.Module):
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
         if cfg.score_events:
             score_in += k
+        if cfg.event_counter:
+            self.count_head = nn.Linear(d, len(FAULTS))
+            nn.init.constant_(self.count_head.bias, COUNT_BIAS)
+            score_in += len(FAULTS)
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
         if cfg.embed_dim > 0:
@@ -238,6 +246,10 @@ class SQAModel(nn.Module):
             parts = [pooled, mx, frac, torch.log1p(secs)]
         if self.cfg.score_events:
             parts.append(torch.log1p(soft_event_count(tracks(), mask)))
+        counts = None
+        if self.cfg.event_counter:
+            counts = count_events(self.count_head(enc), mask)
+            parts.append(torch.log1p(counts))
         if self.cfg.embed_dim > 0:
             if embed is None or embed.shape[-1] != self.cfg.embed_dim:
                 got = None if embed is None else tuple(embed.shape)
@@ -245,8 +257,11 @@ class SQAModel(nn.Module):
             parts.append(self.embed_proj(embed))
         z = self.score_head(torch.cat(parts, dim=-1)).squeeze(-1)
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
-        return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
-                "lengths": out_lens, "mask": mask}
+        out = {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
+               "lengths": out_lens, "mask": mask}
+        if counts is not None:
+            out["counts"] = counts
+        return out
 
 
 def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
@@ -282,6 +297,20 @@ def soft_event_count(probs: torch.Tensor, mask: torch.Tensor, smooth: int = EVEN
         x = pool(x) / pool(m).clamp(min=1e-6) * m
     rise = torch.relu(x[..., 1:] - x[..., :-1]).sum(-1)
     return x[..., 0] + rise
+
+
+COUNT_BIAS = -6.0   # initial density softplus(-6) ~ 0.0025 per frame: ~0.6 events in 5 s
+
+
+def count_events(density_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, k) density logits, (B, T) valid-frame mask -> (B, k) number of events.
+
+    ``count = sum_t softplus(logit_t)`` over the valid frames: counting by integrating a
+    learned non-negative density (as in crowd counting), which needs no event boundaries
+    in the labels, only how many events there are; padding adds nothing.
+    """
+    dens = torch.nn.functional.softplus(density_logits) * mask.unsqueeze(-1).to(density_logits.dtype)
+    return dens.sum(1)
 
 
 def frames_to_grid(frames, n_feats: int):

@@ -63,6 +63,7 @@ DEFAULTS = {
     "w_score": 1.0,
     "w_frame": 1.0,
     "w_utt": 0.5,
+    "w_count": 0.5,       # weight of the event-count loss (model.event_counter only)
     "augment_prob": 0.0,
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
     "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
@@ -118,6 +119,10 @@ def compute_loss(model, batch, mean, std, cfg) -> tuple:
     l_score = (torch.nn.functional.smooth_l1_loss(out["score"], batch["score"], reduction="none") * sw).sum() \
         / sw.sum().clamp(min=1.0)
     total = cfg["w_score"] * l_score + cfg["w_frame"] * l_frame + cfg["w_utt"] * l_utt
+    if "counts" in out:
+        # smooth L1 on log(1 + count): one missed event costs about the same at 1 as at 3
+        l_count = torch.nn.functional.smooth_l1_loss(torch.log1p(out["counts"]), torch.log1p(batch["counts"]))
+        total = total + cfg["w_count"] * l_count
     return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
 
 
