@@ -230,3 +230,26 @@ def test_smear_spreads_a_burst_a_little_before_and_after_but_not_further():
     near_before, near_after = np.abs(y[8000 - 480:8000 - 80]), np.abs(y[9600 + 80:9600 + 480])
     assert near_before.max() > 0.02 and near_after.max() > 0.02        # pre- and post-echo
     assert np.abs(y[:8000 - 2400]).max() < 0.01 and np.abs(y[9600 + 2400:]).max() < 0.01   # <= 150 ms
+
+
+def test_merge_audible_events_charges_overlapping_faults_of_one_type_once():
+    pink = lambda s, e, snr: {"type": "noise", "kind": "pink", "start": s, "end": e, "snr_db": snr}
+    clip = lambda s, e, k: {"type": "distortion", "kind": "clipping", "start": s, "end": e, "strength": k}
+    pause = {"type": "pause", "kind": "silence", "start": 2.0, "end": 2.5}
+    apart = [pink(0.0, 0.5, 10), pink(1.5, 2.0, 10), pause]
+    order = lambda ds: sorted(ds, key=lambda d: (d["type"], d["start"]))
+    assert order(faults.merge_audible_events(apart, 0.2)) == order(apart)   # far apart: unchanged
+    two = [pink(0.4, 1.8, 10), pink(0.5, 1.2, 10), clip(0.1, 0.6, 0.3), clip(0.7, 1.0, 0.8), pause]
+    m = faults.merge_audible_events(two, 0.2)
+    noise = [d for d in m if d["type"] == "noise"]
+    dist = [d for d in m if d["type"] == "distortion"]
+    assert len(noise) == 1 and len(dist) == 1 and pause in m
+    # equal noise powers add: 3 dB less SNR; the union of the spans is covered
+    assert abs(noise[0]["snr_db"] - (10 - 10 * np.log10(2))) < 1e-9
+    assert abs((noise[0]["end"] - noise[0]["start"]) - 1.4) < 1e-9
+    # 0.1 s apart (under the gap): one event, at the harsher strength, covering 0.8 s of audio
+    assert dist[0]["strength"] == 0.8 and abs((dist[0]["end"] - dist[0]["start"]) - 0.8) < 1e-9
+    # one event costs less than two, more than either alone
+    one = faults.quality_score([pink(0.4, 1.8, 10)], 4.0)
+    assert one > faults.quality_score(faults.merge_audible_events(two[:2], 0.2), 4.0) \
+        > faults.quality_score(two[:2], 4.0)

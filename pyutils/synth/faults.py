@@ -418,6 +418,42 @@ def insert_pause(x: np.ndarray, at: int, dur: float, rng: np.random.Generator,
 
 
 # ----------------------------------------------------------------- the score
+def merge_audible_events(details: List[dict], gap: float) -> List[dict]:
+    """Faults of one type (noise, distortion) that overlap or lie under ``gap`` s apart, as one.
+
+    Two overlapping noises sound like one louder noise, and two clippings of one stretch like one
+    harsher clipping: the merged fault spans their union (covered time = the union's length,
+    ``end - start`` of the result), noise at the SNR of the summed noise powers,
+    ``-10 log10(sum 10^(-snr_i / 10))``, distortion at the largest strength. Pauses stay as
+    they are (each is a separate silence). Feed the result to :func:`quality_score` to charge
+    each audible event once.
+    """
+    out = [d for d in details if d["type"] not in ("noise", "distortion")]
+    for t in ("noise", "distortion"):
+        group: List[dict] = []
+        covered = 0.0
+        for d in sorted((d for d in details if d["type"] == t), key=lambda d: d["start"]) + [None]:
+            if len(group) == 1 and (d is None or d["start"] - group[0]["end"] >= gap):
+                out.append(group[0])
+                group, covered = [], 0.0
+            elif group and (d is None or d["start"] - max(g["end"] for g in group) >= gap):
+                start, end = group[0]["start"], max(g["end"] for g in group)
+                m = {"type": t, "kind": "+".join(sorted({g.get("kind", "") for g in group})),
+                     "start": start, "end": start + covered, "merged": len(group)}
+                if t == "noise":
+                    m["snr_db"] = float(-10 * np.log10(sum(10 ** (-g["snr_db"] / 10) for g in group)))
+                else:
+                    m["strength"] = max(g["strength"] for g in group)
+                out.append(m)
+                group, covered = [], 0.0
+            if d is not None:
+                # union length of the group so far plus this fault (they are sorted by start)
+                tail = max((g["end"] for g in group), default=d["start"])
+                covered += max(0.0, d["end"] - max(d["start"], tail))
+                group.append(d)
+    return out
+
+
 def quality_score(details: List[dict], duration: float, rng: Optional[np.random.Generator] = None,
                   jitter: float = 0.08) -> float:
     """Reference MOS-like score in [1, 5] from the faults' severities.
