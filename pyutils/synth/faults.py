@@ -426,7 +426,9 @@ def merge_audible_events(details: List[dict], gap: float) -> List[dict]:
     ``end - start`` of the result), noise at the SNR of the summed noise powers,
     ``-10 log10(sum 10^(-snr_i / 10))``, distortion at the largest strength. Pauses stay as
     they are (each is a separate silence). Feed the result to :func:`quality_score` to charge
-    each audible event once.
+    each audible event once. The score then stays monotone in severity but not in the number of
+    faults: a fault that bridges two of its type makes one event of them (so this is a measured
+    variant of the reference, not the corpus default; egs/sqa/RESULTS.md).
     """
     out = [d for d in details if d["type"] not in ("noise", "distortion")]
     for t in ("noise", "distortion"):
