@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
 
@@ -29,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from pyutils.sqa.common import read_jsonl, write_jsonl  # noqa: E402
 from pyutils.synth.faults import merge_audible_events, quality_score  # noqa: E402
 
 
@@ -39,13 +39,15 @@ def load_meta(corpus: str) -> dict:
     if not files:
         raise SystemExit(f"{corpus}/meta: no *.jsonl (not a chorus-synth sqa corpus)")
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                try:
-                    row = json.loads(line)
-                    meta[row["utt_id"]] = {"details": row["details"], "dur": float(row["dur"])}
-                except (ValueError, KeyError, TypeError) as e:
-                    raise SystemExit(f"{path}:{n}: bad meta row ({e})")
+        try:
+            rows = read_jsonl(path)
+        except ValueError as e:
+            raise SystemExit(str(e))
+        for n, row in enumerate(rows, 1):
+            try:
+                meta[row["utt_id"]] = {"details": row["details"], "dur": float(row["dur"])}
+            except (ValueError, KeyError, TypeError) as e:
+                raise SystemExit(f"{path}: row {n}: bad meta row ({e})")
     return meta
 
 
@@ -67,21 +69,19 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     meta = load_meta(a.corpus)
     for path in a.refs:
-        rows, changed = [], 0
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                row = json.loads(line)
-                m = meta.get(row.get("utt_id"))
-                if m is None:
-                    raise SystemExit(f"{path}:{n}: {row.get('utt_id')!r} is not in {a.corpus}/meta")
-                new = rescore(float(row["score"]), m["details"], m["dur"], a.gap)
-                changed += new != row["score"]
-                row["score"] = new
-                rows.append(row)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-        os.replace(tmp, path)
+        try:
+            rows = read_jsonl(path)
+        except ValueError as e:
+            raise SystemExit(str(e))
+        changed = 0
+        for n, row in enumerate(rows, 1):
+            m = meta.get(row.get("utt_id"))
+            if m is None:
+                raise SystemExit(f"{path}:{n}: {row.get('utt_id')!r} is not in {a.corpus}/meta")
+            new = rescore(float(row["score"]), m["details"], m["dur"], a.gap)
+            changed += new != row["score"]
+            row["score"] = new
+        write_jsonl(path, rows)
         print(f"{path}: {changed} of {len(rows)} scores changed", flush=True)
     return 0
 

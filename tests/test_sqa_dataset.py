@@ -96,7 +96,6 @@ def test_channel_examples_keep_labels_and_score(tmp_path):
     (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'a.wav'}\n")
     (tmp_path / "ref.jsonl").write_text(
         '{"utt_id": "a", "score": 2.5, "faults": {"noise": [[0.1, 0.3]], "distortion": [], "pause": []}}\n'
-        '{"utt_id": "c", "score": 1.5, "faults": {"noise": [[0.1, 0.3], [0.2, 0.4]], "distortion": [[0, 0.1]]}}\n'
         '{"utt_id": "b", "score": 2.0, "faults": {"noise": [], "distortion": [[0.2, 0.5]], "pause": []}}\n')
     args = (str(tmp_path / "feats.scp"), str(tmp_path / "utt2dur"), str(tmp_path / "ref.jsonl"),
             str(tmp_path / "wav.scp"))

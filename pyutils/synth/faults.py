@@ -432,27 +432,26 @@ def merge_audible_events(details: List[dict], gap: float) -> List[dict]:
     """
     out = [d for d in details if d["type"] not in ("noise", "distortion")]
     for t in ("noise", "distortion"):
-        group: List[dict] = []
-        covered = 0.0
-        for d in sorted((d for d in details if d["type"] == t), key=lambda d: d["start"]) + [None]:
-            if len(group) == 1 and (d is None or d["start"] - group[0]["end"] >= gap):
+        groups: List[list] = []    # [faults, seconds covered by their union, latest end]
+        for d in sorted((d for d in details if d["type"] == t), key=lambda d: d["start"]):
+            if groups and d["start"] - groups[-1][2] < gap:
+                g = groups[-1]
+                g[0].append(d)
+                g[1] += max(0.0, d["end"] - max(d["start"], g[2]))
+                g[2] = max(g[2], d["end"])
+            else:
+                groups.append([[d], d["end"] - d["start"], d["end"]])
+        for group, covered, _ in groups:
+            if len(group) == 1:
                 out.append(group[0])
-                group, covered = [], 0.0
-            elif group and (d is None or d["start"] - max(g["end"] for g in group) >= gap):
-                start, end = group[0]["start"], max(g["end"] for g in group)
-                m = {"type": t, "kind": "+".join(sorted({g.get("kind", "") for g in group})),
-                     "start": start, "end": start + covered, "merged": len(group)}
-                if t == "noise":
-                    m["snr_db"] = float(-10 * np.log10(sum(10 ** (-g["snr_db"] / 10) for g in group)))
-                else:
-                    m["strength"] = max(g["strength"] for g in group)
-                out.append(m)
-                group, covered = [], 0.0
-            if d is not None:
-                # union length of the group so far plus this fault (they are sorted by start)
-                tail = max((g["end"] for g in group), default=d["start"])
-                covered += max(0.0, d["end"] - max(d["start"], tail))
-                group.append(d)
+                continue
+            m = {"type": t, "kind": "+".join(sorted({g.get("kind", "") for g in group})),
+                 "start": group[0]["start"], "end": group[0]["start"] + covered, "merged": len(group)}
+            if t == "noise":
+                m["snr_db"] = float(-10 * np.log10(sum(10 ** (-g["snr_db"] / 10) for g in group)))
+            else:
+                m["strength"] = max(g["strength"] for g in group)
+            out.append(m)
     return out
 
 
