@@ -195,3 +195,36 @@ def test_event_counter_head_feeds_the_score_and_ignores_padding():
     out = model(x, lengths)
     out["score"].sum().backward()
     assert model.count_head.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("context", ["mean", "attention"])
+def test_global_context_sees_the_whole_recording_and_ignores_padding(context):
+    cfg = dict(input_dim=40, conv_channels=16, rnn_hidden=8, encoder="tcn", tcn_dilations=(1,),
+               score_pooling="rich")
+    torch.manual_seed(0)
+    plain = SQAModel(ModelConfig(**cfg))
+    torch.manual_seed(0)
+    model = SQAModel(ModelConfig(**cfg, global_context=context)).eval()
+    # the context modules are created last: every other weight starts as without them
+    ps = plain.state_dict()
+    assert all(torch.equal(v, ps[k]) for k, v in model.state_dict().items() if k in ps)
+    x = torch.randn(2, 200, 40)
+    lengths = torch.tensor([200, 120])
+    out = model(x, lengths)
+    single = model(x[1:2, :120], lengths[1:2])
+    n = int(out["lengths"][1])
+    assert torch.allclose(single["frame_logits"][0, :n], out["frame_logits"][1, :n], atol=1e-4)
+    assert torch.allclose(single["score"], out["score"][1:2], atol=1e-5)
+    # a change at the far end of the recording reaches the first frame's decision, which
+    # the small TCN alone (a few frames of context) cannot see
+    y = x[:1].clone()
+    y[0, 150:] += 3.0
+    far_plain = (plain.eval()(y, lengths[:1])["frame_logits"][0, 0]
+                 - plain(x[:1], lengths[:1])["frame_logits"][0, 0]).abs().max()
+    far = (model(y, lengths[:1])["frame_logits"][0, 0] - model(x[:1], lengths[:1])["frame_logits"][0, 0]).abs().max()
+    assert far_plain < 1e-6 and far > 1e-4
+
+
+def test_global_context_unknown_value_is_rejected():
+    with pytest.raises(ValueError, match="global_context"):
+        SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn", global_context="lstm"))

@@ -74,6 +74,14 @@ class ModelConfig:
     # the recording: :func:`count_events`), trained on the number of reference intervals
     # of each type, its count given to the score head (``train.py``: ``w_count``)
     event_counter: bool = False
+    # recording-wide context for every frame after the encoder, whose receptive field is
+    # ~+-0.7 s: "none"; "mean" adds a projection of the encoder's mean over the recording
+    # to each frame (squeeze-and-excitation style); "attention" one pre-LayerNorm
+    # multi-head self-attention layer with a residual connection over the whole recording
+    # (padding masked). A frame can then be judged against the rest of its recording:
+    # a static microphone colouring vs a local distortion, a level step vs the usual level
+    global_context: str = "none"
+    context_heads: int = 4
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -179,6 +187,24 @@ class SQAModel(nn.Module):
             self.register_buffer("frames_mean", torch.zeros(cfg.frames_dim))
             self.register_buffer("frames_std", torch.ones(cfg.frames_dim))
             self.frames_proj = nn.Linear(cfg.frames_dim, c)
+        # created last, so that every other parameter starts as in a model without it
+        if cfg.global_context == "mean":
+            self.context_proj = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d))
+        elif cfg.global_context == "attention":
+            self.context_norm = nn.LayerNorm(d)
+            self.context_att = nn.MultiheadAttention(d, cfg.context_heads, batch_first=True)
+        elif cfg.global_context != "none":
+            raise ValueError(f"unknown global_context {cfg.global_context!r} (none, mean or attention)")
+
+    def _global_context(self, enc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """enc (B, T', d) + recording-wide context (``global_context``), padding kept at 0."""
+        m = mask.unsqueeze(-1).to(enc.dtype)
+        if self.cfg.global_context == "mean":
+            mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
+            return (enc + self.context_proj(mean).unsqueeze(1)) * m
+        y = self.context_norm(enc)
+        y, _ = self.context_att(y, y, y, key_padding_mask=~mask, need_weights=False)
+        return (enc + y) * m
 
     def _add_frames(self, x: torch.Tensor, frames, frames_mask) -> torch.Tensor:
         """x (B, T', C) + projected Whisper frames (B, T_w, K) fitted to T' (crop / edge pad)."""
@@ -223,6 +249,8 @@ class SQAModel(nn.Module):
             for block in self.tcn:
                 enc = block(enc * m_)
             enc = enc.squeeze(2).transpose(1, 2)
+        if self.cfg.global_context != "none":
+            enc = self._global_context(enc, mask)
         frame_logits = self.frame_head(enc)
         m = mask.unsqueeze(-1).float()
         mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
