@@ -39,6 +39,7 @@ import yaml
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from pyutils.sqa.common import read_jsonl, read_scp, write_jsonl  # noqa: E402
+from pyutils.sqa.train import load_config  # noqa: E402
 from pyutils.synth.faults import FAMILIES  # noqa: E402
 
 SETS = ("train", "dev", "test", "test_real")
@@ -218,8 +219,8 @@ def main(argv=None) -> int:
     recipe = a.recipe_dir
     corpus = os.path.join(recipe, "corpus", f"sqa_mini3_{a.preset}")
     tag = a.tag or a.preset
-    with open(a.config or os.path.join(recipe, "conf", f"train_{a.preset}.yaml"), encoding="utf-8") as f:
-        base_cfg = yaml.safe_load(f)
+    # the resolved config (defaults and any `base:` chain), written whole per experiment
+    base_cfg = load_config(a.config or os.path.join(recipe, "conf", f"train_{a.preset}.yaml"))
     os.makedirs(a.out, exist_ok=True)
     info, lines = load_pool(recipe, corpus, a.dump_dir)
     stats = os.path.join(recipe, a.dump_dir, "train", "feats_stats.npz")

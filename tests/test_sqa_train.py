@@ -83,6 +83,63 @@ def test_unknown_config_key_is_an_error(tmp_path):
         load_config(str(tmp_path / "c.yaml"))
 
 
+def test_config_base_chain_merges_model_options(tmp_path):
+    from pyutils.sqa.train import DEFAULTS, load_config
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.yaml").write_text("model: {encoder: tcn, conv_channels: 96}\nlr: 0.003\nseed: 0\n")
+    (tmp_path / "sub" / "b.yaml").write_text("base: ../a.yaml\nmodel: {global_context: mean}\nseed: 1\n")
+    (tmp_path / "c.yaml").write_text("base: sub/b.yaml\nlr: 0.001\n")
+    cfg = load_config(str(tmp_path / "c.yaml"))
+    assert cfg["model"] == {"encoder": "tcn", "conv_channels": 96, "global_context": "mean"}
+    assert (cfg["lr"], cfg["seed"], cfg["epochs"]) == (0.001, 1, DEFAULTS["epochs"])
+    assert "base" not in cfg and DEFAULTS["model"] == {}   # the defaults are not mutated
+
+
+def test_config_base_errors_name_the_file(tmp_path):
+    from pyutils.sqa.train import load_config
+
+    (tmp_path / "x.yaml").write_text("base: y.yaml\n")
+    (tmp_path / "y.yaml").write_text("base: x.yaml\n")
+    with pytest.raises(ValueError, match="loops back"):
+        load_config(str(tmp_path / "x.yaml"))
+    (tmp_path / "z.yaml").write_text("base: w.yaml\n")
+    (tmp_path / "w.yaml").write_text("lrr: 1\n")
+    with pytest.raises(ValueError, match=r"w\.yaml: unknown keys \['lrr'\]"):
+        load_config(str(tmp_path / "z.yaml"))
+    (tmp_path / "v.yaml").write_text("- 1\n")
+    with pytest.raises(ValueError, match="v.yaml: a training config is a mapping"):
+        load_config(str(tmp_path / "v.yaml"))
+    (tmp_path / "u.yaml").write_text("base: missing.yaml\n")
+    with pytest.raises(OSError):
+        load_config(str(tmp_path / "u.yaml"))
+
+
+def test_shipped_sqa_variants_change_only_what_they_say():
+    """Each conf/train_default_*.yaml resolves to the default plus the keys its chain names."""
+    import glob
+    import os
+
+    import yaml
+    from pyutils.sqa.train import load_config
+
+    conf = os.path.join(os.path.dirname(__file__), "..", "egs", "sqa", "conf")
+    default = load_config(os.path.join(conf, "train_default.yaml"))
+    variants = sorted(glob.glob(os.path.join(conf, "train_default_*.yaml")))
+    assert variants
+    for path in variants:
+        named, model_named, link = set(), {}, os.path.basename(path)
+        while link != "train_default.yaml":          # walk the base chain down to the default
+            with open(os.path.join(conf, link), encoding="utf-8") as f:
+                own = yaml.safe_load(f)
+            named |= set(own) - {"base", "model"}
+            model_named = {**(own.get("model") or {}), **model_named}
+            link = own["base"]
+        cfg = load_config(path)
+        assert {k for k in cfg if k != "model" and cfg[k] != default[k]} <= named, path
+        assert cfg["model"] == {**default["model"], **model_named}, path
+
+
 def _tiny_set(tmp_path, with_embed: bool):
     kaldiio = pytest.importorskip("kaldiio")
     rng = np.random.default_rng(0)

@@ -40,6 +40,7 @@ the dev loss is then measured on, and ``model.pt`` holds, the averaged weights.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -81,15 +82,43 @@ DEFAULTS = {
 }
 
 
+def _read_config(path: str, seen: tuple = ()) -> dict:
+    """The keys of one YAML config, after those of the config it names as ``base:``.
+
+    ``base`` is a path relative to the file's own folder; the file's keys replace the
+    base's, except ``model:``, which is merged key by key (a variant names only the
+    model option it changes).  Unknown keys and cycles are errors naming the file.
+    """
+    real = os.path.realpath(path)
+    if real in seen:
+        raise ValueError(f"{path}: 'base' chain loops back to itself ({' -> '.join(seen + (real,))})")
+    with open(path, encoding="utf-8") as f:
+        user = yaml.safe_load(f) or {}
+    if not isinstance(user, dict):
+        raise ValueError(f"{path}: a training config is a mapping of keys, got {type(user).__name__}")
+    unknown = set(user) - set(DEFAULTS) - {"base"}
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(DEFAULTS)} and base")
+    if "model" in user and not isinstance(user["model"] or {}, dict):
+        raise ValueError(f"{path}: 'model' must be a mapping of model options")
+    base = user.pop("base", None)
+    if base is None:
+        return user
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{path}: 'base' must be the path of another config, got {base!r}")
+    merged = _read_config(os.path.join(os.path.dirname(path), base), seen + (real,))
+    model = dict(merged.get("model") or {}, **(user.pop("model", None) or {}))
+    merged.update(user)
+    if model:
+        merged["model"] = model
+    return merged
+
+
 def load_config(path: str | None) -> dict:
-    cfg = dict(DEFAULTS)
+    """DEFAULTS updated by the YAML at ``path`` (and the chain of ``base:`` configs it names)."""
+    cfg = copy.deepcopy(DEFAULTS)
     if path:
-        with open(path, encoding="utf-8") as f:
-            user = yaml.safe_load(f) or {}
-        unknown = set(user) - set(DEFAULTS)
-        if unknown:
-            raise ValueError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-        cfg.update(user)
+        cfg.update(_read_config(path))
     return cfg
 
 
