@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from pyutils.sqa.common import num_grid_frames
+from pyutils.sqa.common import FAULTS, num_grid_frames
 from pyutils.sqa.features import fbank
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, load_model, save_model, soft_event_count
 from pyutils.sqa.model import count_events
@@ -228,3 +228,25 @@ def test_global_context_sees_the_whole_recording_and_ignores_padding(context):
 def test_global_context_unknown_value_is_rejected():
     with pytest.raises(ValueError, match="global_context"):
         SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn", global_context="lstm"))
+
+
+def test_context_for_one_fault_type_reaches_only_its_frame_logit():
+    cfg = dict(input_dim=40, conv_channels=16, rnn_hidden=8, encoder="tcn", tcn_dilations=(1,),
+               score_pooling="rich", global_context="mean")
+    torch.manual_seed(0)
+    model = SQAModel(ModelConfig(**cfg, context_faults="distortion")).eval()
+    x = torch.randn(1, 200, 40)
+    y = x.clone()
+    y[0, 150:] += 3.0
+    lengths = torch.tensor([200])
+    a, b = model(x, lengths)["frame_logits"][0, 0], model(y, lengths)["frame_logits"][0, 0]
+    d = FAULTS.index("distortion")
+    assert (a[d] - b[d]).abs() > 1e-4                       # the distortion frame sees the far end
+    assert torch.allclose(torch.cat([a[:d], a[d + 1:]]), torch.cat([b[:d], b[d + 1:]]), atol=1e-6)
+    # the same weights with the context for every type: all three logits move
+    full = SQAModel(ModelConfig(**cfg)).eval()
+    full.load_state_dict(model.state_dict())
+    fa, fb = full(x, lengths)["frame_logits"][0, 0], full(y, lengths)["frame_logits"][0, 0]
+    assert ((fa - fb).abs() > 1e-4).all()
+    with pytest.raises(ValueError, match="context_faults"):
+        SQAModel(ModelConfig(**cfg, context_faults="hum"))

@@ -82,6 +82,11 @@ class ModelConfig:
     # a static microphone colouring vs a local distortion, a level step vs the usual level
     global_context: str = "none"
     context_heads: int = 4
+    # which fault types' frame decisions read the context: "all" (and the utterance and
+    # score heads with them), or a comma list of FAULTS, e.g. "distortion": that type's
+    # frame logit comes from the context, every other head from the encoder alone (a level
+    # step needs the recording's usual level; a noise floor is judged by the frame itself)
+    context_faults: str = "all"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -195,6 +200,13 @@ class SQAModel(nn.Module):
             self.context_att = nn.MultiheadAttention(d, cfg.context_heads, batch_first=True)
         elif cfg.global_context != "none":
             raise ValueError(f"unknown global_context {cfg.global_context!r} (none, mean or attention)")
+        only = None                    # (3,) bool: the frame logits taken from the context
+        if cfg.context_faults != "all":
+            names = [f.strip() for f in cfg.context_faults.split(",") if f.strip()]
+            if not names or set(names) - set(FAULTS):
+                raise ValueError(f"context_faults {cfg.context_faults!r}: 'all' or a comma list of {FAULTS}")
+            only = torch.tensor([f in names for f in FAULTS])
+        self.register_buffer("context_only", only, persistent=False)
 
     def _global_context(self, enc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """enc (B, T', d) + recording-wide context (``global_context``), padding kept at 0."""
@@ -249,9 +261,12 @@ class SQAModel(nn.Module):
             for block in self.tcn:
                 enc = block(enc * m_)
             enc = enc.squeeze(2).transpose(1, 2)
-        if self.cfg.global_context != "none":
+        if self.cfg.global_context != "none" and self.context_only is None:
             enc = self._global_context(enc, mask)
         frame_logits = self.frame_head(enc)
+        if self.cfg.global_context != "none" and self.context_only is not None:
+            ctx_logits = self.frame_head(self._global_context(enc, mask))
+            frame_logits = torch.where(self.context_only, ctx_logits, frame_logits)
         m = mask.unsqueeze(-1).float()
         mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
         mx = enc.masked_fill(~mask.unsqueeze(-1), -1e4).max(1).values
