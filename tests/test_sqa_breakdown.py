@@ -70,6 +70,26 @@ def test_score_groups_split_repeated_faults_of_one_type(tmp_path):
     assert "| 3 | 2 | 1 | 1.50 | 2.50 | +1.00 |" in text and "| 3 | 1 | 1 | 2.00 | 2.10 | +0.10 |" in text
 
 
+def test_false_alarms_per_speaker(tmp_path):
+    kinds, ref, hyp = _example(tmp_path)
+    spk = tmp_path / "utt2spk"
+    spk.write_text("u1 real_a\nu2 real_a\nu3 real_b\n")
+    b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp),
+                            breakdown.load_utt2spk(str(spk)))
+    per = b["false_alarms_by_speaker"]
+    # u1 (distortion) and u2 (noise) of real_a: one recording without noise, one without distortion;
+    # the distortion predicted on u2 is an alarm, nothing is predicted as noise on u1
+    assert per["real_a"] == {"noise": [0, 1], "distortion": [1, 1], "pause": [0, 2]}
+    assert per["real_b"] == {"noise": [1, 1], "distortion": [0, 1], "pause": [0, 1]}
+    text = "\n".join(breakdown.markdown(b))
+    assert "| real_a | 0 / 1 | 1 / 1 | 0 / 2 |" in text and "| real_b | 1 / 1 | 0 / 1 | 0 / 1 |" in text
+    assert "per speaker" not in "\n".join(breakdown.markdown(breakdown.breakdown(
+        breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))))
+    spk.write_text("u1 real_a extra\n")
+    with pytest.raises(ValueError, match="utt2spk:1"):
+        breakdown.load_utt2spk(str(spk))
+
+
 @pytest.mark.parametrize("row,msg", [
     ({"utt_id": "u1", "details": [{"type": "hiss", "kind": "x", "start": 0, "end": 1}]}, "type in"),
     ({"utt_id": "u1", "details": [{"type": "noise", "kind": "pink", "start": 2, "end": 1}]}, "start <= end"),

@@ -13,6 +13,10 @@ babble, ...), so on such a split this module tells, for every kind:
 - score error by the number of faults a recording holds and the most of them of one type
   (mean predicted minus mean reference): a model that rates many-fault recordings too
   well, or cannot tell two bursts of a fault from one, shows it here.
+- false alarms per source speaker, when a split has few of them (``utt2spk``; the real
+  splits): real talkers differ in their own room and microphone, and one talker whose
+  floor sits at the edge of what the simulator calls noise can hold most of a split's
+  noise alarms.
 
 ``python -m pyutils.sqa.breakdown --faults data/test/faults.jsonl --ref data/test/ref.jsonl
 --hyp exp/sqa_default/infer_test/hyp.jsonl`` prints the markdown; the report calls
@@ -67,15 +71,32 @@ def load_rows(path: str) -> Dict[str, Tuple[float, dict]]:
     return rows
 
 
-def breakdown(kinds: dict, refs: dict, hyps: dict) -> dict:
+def load_utt2spk(path: str) -> Dict[str, str]:
+    """``{utt: speaker}`` of a Kaldi ``utt2spk`` (two fields per line; errors name the line)."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{n}: expected 'utt speaker', got {line.rstrip()!r}")
+            out[parts[0]] = parts[1]
+    return out
+
+
+def breakdown(kinds: dict, refs: dict, hyps: dict, utt2spk: Dict[str, str] | None = None) -> dict:
     """Per-kind detection, false alarms and score error by fault count (module docstring).
 
-    ``kinds`` from :func:`load_kinds`; ``refs`` / ``hyps`` ``{utt: (score, {type: intervals})}``.
+    ``kinds`` from :func:`load_kinds`; ``refs`` / ``hyps`` ``{utt: (score, {type: intervals})}``;
+    ``utt2spk`` (optional) adds false alarms per speaker.
     Recordings missing from ``kinds`` or ``hyps`` are left out (the scorer reports them)."""
     utts = sorted(u for u in refs if u in kinds and u in hyps)
     per_kind = defaultdict(lambda: {"n": 0, "found": 0, "ref_frames": 0, "covered_frames": 0})
     alarms: Dict[str, Counter] = {f: Counter() for f in FAULTS}
     by_count = defaultdict(lambda: {"n": 0, "ref": 0.0, "hyp": 0.0})
+    # speaker -> type -> [false alarms, recordings without the type in the reference]
+    by_spk: Dict[str, Dict[str, List[int]]] = defaultdict(lambda: {f: [0, 0] for f in FAULTS})
     for u in utts:
         ref_score, ref_faults = refs[u]
         hyp_score, hyp_faults = hyps[u]
@@ -88,9 +109,15 @@ def breakdown(kinds: dict, refs: dict, hyps: dict) -> dict:
             k["ref_frames"] += ref_n
             k["covered_frames"] += inter
         for ftype in FAULTS:
-            if hyp_faults.get(ftype) and not ref_faults.get(ftype):
+            if ref_faults.get(ftype):
+                continue
+            if utt2spk is not None:
+                by_spk[utt2spk.get(u, "?")][ftype][1] += 1
+            if hyp_faults.get(ftype):
                 held = sorted({kind for _, kind, _, _ in kinds[u]}) or ["no fault"]
                 alarms[ftype][" + ".join(held)] += 1
+                if utt2spk is not None:
+                    by_spk[utt2spk.get(u, "?")][ftype][0] += 1
         per_type = Counter(ftype for ftype, _, _, _ in kinds[u])
         c = by_count[(len(kinds[u]), max(per_type.values(), default=0))]
         c["n"] += 1
@@ -103,7 +130,11 @@ def breakdown(kinds: dict, refs: dict, hyps: dict) -> dict:
     counts = [{"faults": n, "same_type": same, "n": c["n"], "ref": c["ref"] / c["n"], "hyp": c["hyp"] / c["n"]}
               for (n, same), c in sorted(by_count.items())]
     return {"recordings": len(utts), "kinds": rows,
-            "false_alarms": {f: alarms[f].most_common() for f in FAULTS}, "by_fault_count": counts}
+            "false_alarms": {f: alarms[f].most_common() for f in FAULTS}, "by_fault_count": counts,
+            "false_alarms_by_speaker": {k: dict(v) for k, v in sorted(by_spk.items())}}
+
+
+MAX_SPEAKER_ROWS = 12    # the per-speaker table is printed for splits with at most this many talkers
 
 
 def markdown(b: dict, max_alarm_groups: int = 4) -> List[str]:
@@ -131,6 +162,13 @@ def markdown(b: dict, max_alarm_groups: int = 4) -> List[str]:
     for c in b["by_fault_count"]:
         lines.append(f"| {c['faults']} | {c['same_type']} | {c['n']} | {c['ref']:.2f} | {c['hyp']:.2f} "
                      f"| {c['hyp'] - c['ref']:+.2f} |")
+    spk = b.get("false_alarms_by_speaker") or {}
+    if 0 < len(spk) <= MAX_SPEAKER_ROWS:
+        lines += ["", "False alarms per speaker (recordings with the type predicted / recordings without "
+                  "it in the reference):", "", "| speaker | " + " | ".join(FAULTS) + " |",
+                  "|---|" + "---|" * len(FAULTS)]
+        for name, per in spk.items():
+            lines.append(f"| {name} | " + " | ".join(f"{per[f][0]} / {per[f][1]}" for f in FAULTS) + " |")
     return lines
 
 
@@ -140,9 +178,11 @@ def main(argv=None) -> int:
     p.add_argument("--faults", required=True, help="faults/<split>.jsonl of the corpus (kinds and intervals)")
     p.add_argument("--ref", required=True, help="reference rows (ref.jsonl)")
     p.add_argument("--hyp", required=True, help="the model's rows (hyp.jsonl)")
+    p.add_argument("--utt2spk", help="utt2spk of the split: adds false alarms per speaker")
     a = p.parse_args(argv)
     try:
-        b = breakdown(load_kinds(a.faults), load_rows(a.ref), load_rows(a.hyp))
+        b = breakdown(load_kinds(a.faults), load_rows(a.ref), load_rows(a.hyp),
+                      load_utt2spk(a.utt2spk) if a.utt2spk else None)
     except (OSError, ValueError, ScoringError) as exc:
         print(f"breakdown: {exc}", file=sys.stderr)
         return 1

@@ -77,8 +77,10 @@ def _breakdown_lines(data_dir, model_dir, s) -> list:
     from pyutils.scoring.errors import ScoringError
     from pyutils.sqa import breakdown
 
+    spk = os.path.join(data_dir, s, "utt2spk")
     try:
-        b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))
+        b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp),
+                                breakdown.load_utt2spk(spk) if os.path.exists(spk) else None)
     except (OSError, ValueError, ScoringError) as exc:   # a diagnostic table never fails the report
         return [f"Per-kind breakdown skipped: {exc}", ""]
     return breakdown.markdown(b) + [""]
