@@ -83,6 +83,15 @@ def test_unknown_config_key_is_an_error(tmp_path):
         load_config(str(tmp_path / "c.yaml"))
 
 
+@pytest.mark.parametrize("value", [[30], [40, 30], [-5, 10], "30-65", [True, 40]])
+def test_channel_floor_range_is_checked(value):
+    from pyutils.sqa.train import _floor_range
+
+    with pytest.raises(ValueError, match="channel_floor_db"):
+        _floor_range(value)
+    assert _floor_range([25, 65.0]) == (25.0, 65.0)
+
+
 def test_config_base_chain_merges_model_options(tmp_path):
     from pyutils.sqa.train import DEFAULTS, load_config
 

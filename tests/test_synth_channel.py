@@ -49,3 +49,19 @@ def test_channel_is_reproducible_and_lowpass_removes_the_top_band():
     y = apply_channel(x, np.random.default_rng(0), params=p)
     f, pxx = signal.welch(y, fs=SR, nperseg=1024)
     assert 10 * np.log10(pxx[f > 7500].mean() / pxx[(f > 1000) & (f < 4000)].mean()) < -25
+
+
+def test_floor_range_is_a_parameter_and_the_default_draws_the_same():
+    x, env = _speechlike()
+    same = [draw_channel(np.random.default_rng(s)) == draw_channel(np.random.default_rng(s), FLOOR_DB)
+            for s in range(5)]
+    assert all(same)
+    assert all(20.0 <= draw_channel(np.random.default_rng(s), (20.0, 22.0))["floor_db"] <= 22.0 for s in range(20))
+    a = apply_channel(x, np.random.default_rng(0), floor_db=(20.0, 20.0))
+    b = apply_channel(x, np.random.default_rng(0), floor_db=(60.0, 60.0))
+    pos = np.arange(len(x)) % 8000
+    gaps = (env == 0) & (pos > 5000) & (pos < 7500)
+    # the same channel draw, floor 40 dB apart: the gaps' level differs by about 40 dB
+    ratio = 20 * np.log10(np.sqrt(np.mean(np.square(a[gaps], dtype=np.float64)))
+                          / np.sqrt(np.mean(np.square(b[gaps], dtype=np.float64))))
+    assert 35 < ratio < 45

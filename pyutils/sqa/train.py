@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import math
 import os
@@ -70,6 +71,8 @@ DEFAULTS = {
     "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
     "channel_prob": 0.0,  # share of examples through a benign recording channel (pyutils.synth.channel)
     "channel_score_weight": 1.0,  # score-loss weight of an example made only through a channel
+    "channel_floor_db": [30.0, 65.0],  # range of the channel's noise floor under the speech (dB);
+                          # the simulator labels noise at 0-25 dB SNR (pyutils.synth.faults)
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
@@ -112,6 +115,15 @@ def _read_config(path: str, seen: tuple = ()) -> dict:
     if model:
         merged["model"] = model
     return merged
+
+
+def _floor_range(value) -> tuple:
+    """``channel_floor_db`` as (low, high) dB, checked: two numbers, 0 <= low <= high."""
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
+    if not ok or not 0 <= value[0] <= value[1]:
+        raise ValueError(f"channel_floor_db must be [low, high] dB with 0 <= low <= high, got {value!r}")
+    return float(value[0]), float(value[1])
 
 
 def load_config(path: str | None) -> dict:
@@ -256,7 +268,10 @@ def train(args) -> int:
             train_utts = [line.split()[0] for line in f if line.strip()]
     channel = None
     if cfg["channel_prob"] > 0:
-        from pyutils.synth.channel import apply_channel as channel   # (x, rng) -> y
+        from pyutils.synth.channel import apply_channel
+
+        lo, hi = _floor_range(cfg["channel_floor_db"])
+        channel = functools.partial(apply_channel, floor_db=(lo, hi))   # (x, rng) -> y
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,

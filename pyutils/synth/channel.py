@@ -64,27 +64,28 @@ def high_shelf_sos(f0: float, gain_db: float, sr: int) -> np.ndarray:
     return np.concatenate([b / den[0], den / den[0]])[None, :]
 
 
-def draw_channel(rng: np.random.Generator) -> dict:
-    """The parameters of one random channel (see the module docstring for the ranges)."""
+def draw_channel(rng: np.random.Generator, floor_db: tuple = FLOOR_DB) -> dict:
+    """The parameters of one random channel (see the module docstring for the ranges;
+    ``floor_db``: the range of the floor under the speech, dB)."""
     return {
         "highpass_hz": float(rng.uniform(*HIGHPASS_HZ)),
         "peaks": [(float(np.exp(rng.uniform(np.log(200.0), np.log(6000.0)))), float(rng.uniform(-6, 6)),
                    float(rng.uniform(0.7, 2.0))) for _ in range(2)],
         "shelf": (float(rng.uniform(2000.0, 4000.0)), float(rng.uniform(-4, 4))),
         "lowpass_hz": float(rng.uniform(*LOWPASS_HZ)) if rng.random() < 0.5 else None,
-        "floor_db": float(rng.uniform(*FLOOR_DB)),
+        "floor_db": float(rng.uniform(*floor_db)),
         "floor_kind": str(rng.choice(["white", "pink", "brown"])),
     }
 
 
 def apply_channel(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPLE_RATE,
-                  params: dict | None = None) -> np.ndarray:
+                  params: dict | None = None, floor_db: tuple = FLOOR_DB) -> np.ndarray:
     """``x`` through one benign channel (drawn from ``rng`` unless ``params`` is given).
 
     The speech level is kept: the output is scaled to the input's peak, then the
     floor is added at ``floor_db`` under the input's active speech level.
     """
-    p = params if params is not None else draw_channel(rng)
+    p = params if params is not None else draw_channel(rng, floor_db)
     x64 = np.asarray(x, dtype=np.float64)
     sos = [signal.butter(2, p["highpass_hz"], btype="highpass", fs=sr, output="sos")]
     sos += [peaking_sos(f, g, q, sr) for f, g, q in p["peaks"] if f < 0.45 * sr]
