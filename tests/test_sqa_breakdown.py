@@ -86,7 +86,10 @@ def test_false_alarms_per_speaker(tmp_path):
     assert "per speaker" not in "\n".join(breakdown.markdown(breakdown.breakdown(
         breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp))))
     spk.write_text("u1 real_a extra\n")
-    with pytest.raises(ValueError, match="utt2spk:1"):
+    with pytest.raises(ValueError, match="utt2spk: utterance 'u1'"):
+        breakdown.load_utt2spk(str(spk))
+    spk.write_text("u1 real_a\nu1 real_b\n")
+    with pytest.raises(ValueError, match="utt2spk:2: duplicate key"):
         breakdown.load_utt2spk(str(spk))
 
 

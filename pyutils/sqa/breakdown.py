@@ -32,6 +32,7 @@ import sys
 from collections import Counter, defaultdict
 from typing import Dict, List, Tuple
 
+from pyutils.datadir.io import DataDirError, read_kv
 from pyutils.scoring.errors import ScoringError
 from pyutils.scoring.sqa import frame_iou, frame_ranges, parse_row
 from pyutils.sqa.common import FAULTS, read_jsonl
@@ -72,16 +73,11 @@ def load_rows(path: str) -> Dict[str, Tuple[float, dict]]:
 
 
 def load_utt2spk(path: str) -> Dict[str, str]:
-    """``{utt: speaker}`` of a Kaldi ``utt2spk`` (two fields per line; errors name the line)."""
-    out = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise ValueError(f"{path}:{n}: expected 'utt speaker', got {line.rstrip()!r}")
-            out[parts[0]] = parts[1]
+    """``{utt: speaker}`` of a Kaldi ``utt2spk`` (the data-dir reader; errors name the line)."""
+    out = read_kv(path)
+    for utt, spk in out.items():
+        if len(spk.split()) != 1:
+            raise DataDirError(f"{path}: utterance {utt!r}: expected 'utt speaker', got speaker {spk!r}")
     return out
 
 
