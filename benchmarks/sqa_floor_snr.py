@@ -31,21 +31,21 @@ import numpy as np
 from pyutils.sqa.audio import AudioError, load_audio
 from pyutils.sqa.breakdown import load_utt2spk
 from pyutils.sqa.common import read_jsonl, read_scp
-from pyutils.synth.audio import active_rms
+from pyutils.synth import SAMPLE_RATE
+from pyutils.synth.audio import active_rms, frame_power
 
 FRAME_S = 0.02
 
 
-def floor_snr_db(x: np.ndarray, sr: int = 16000, percentile: float = 5.0,
+def floor_snr_db(x: np.ndarray, sr: int = SAMPLE_RATE, percentile: float = 5.0,
                  skip: list | tuple = ()) -> float:
     """20 log10(active_rms / p-th percentile of the 20 ms frame RMS); inf for digital silence.
 
     ``skip``: ``[start, end]`` intervals (s) whose frames are left out of the floor."""
-    n = int(FRAME_S * sr)
-    m = len(x) // n
+    frames = np.sqrt(frame_power(x, sr, FRAME_S))
+    m = len(frames)
     if m == 0:
         raise ValueError(f"shorter than one {FRAME_S * 1000:.0f} ms frame")
-    frames = np.sqrt(np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1))
     t = (np.arange(m) + 0.5) * FRAME_S
     keep = np.ones(m, dtype=bool)
     for start, end in skip:
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
             continue
         try:
             snr = floor_snr_db(load_audio(entry, name=utt), percentile=a.percentile,
-                               skip=skip.get(utt, ()) if skip else ())
+                               skip=skip[utt] if skip is not None else ())
         except (AudioError, ValueError) as exc:
             print(f"{utt}: skipped ({exc})", file=sys.stderr)
             continue

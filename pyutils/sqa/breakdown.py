@@ -73,7 +73,8 @@ def load_rows(path: str) -> Dict[str, Tuple[float, dict]]:
 
 
 def load_utt2spk(path: str) -> Dict[str, str]:
-    """``{utt: speaker}`` of a Kaldi ``utt2spk`` (the data-dir reader; errors name the line)."""
+    """``{utt: speaker}`` of a Kaldi ``utt2spk`` through the data-dir reader (its errors name
+    the line; a speaker with spaces names the utterance)."""
     out = read_kv(path)
     for utt, spk in out.items():
         if len(spk.split()) != 1:

@@ -35,13 +35,18 @@ def set_rms_db(x: np.ndarray, target_db: float) -> np.ndarray:
     return (x * (db_to_amp(target_db) / rms(x))).astype(np.float32)
 
 
-def active_rms(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02) -> float:
-    """RMS over the frames within 30 dB of the loudest one (speech-activity level)."""
+def frame_power(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02) -> np.ndarray:
+    """Mean square (float64) of each whole ``frame_s`` frame; a short tail is dropped."""
     n = max(1, int(frame_s * sr))
     m = len(x) // n
-    if m == 0:
+    return np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1)
+
+
+def active_rms(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02) -> float:
+    """RMS over the frames within 30 dB of the loudest one (speech-activity level)."""
+    if len(x) < max(1, int(frame_s * sr)):
         return rms(x)
-    fr = np.sqrt(np.mean(np.square(x[: m * n].reshape(m, n), dtype=np.float64), axis=1) + 1e-20)
+    fr = np.sqrt(frame_power(x, sr, frame_s) + 1e-20)
     keep = fr > fr.max() * db_to_amp(-30)
     return float(np.sqrt(np.mean(fr[keep] ** 2)))
 
