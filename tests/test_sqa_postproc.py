@@ -171,3 +171,48 @@ def test_tune_joint_and_the_cli_write_the_region_threshold(tmp_path):
     assert read_postproc(str(tmp_path / "after.json"))[1] > 0     # the split is mended on this dev set
     assert read_postproc(str(tmp_path / "joint.json"))[1] > 0
     assert read_postproc(str(tmp_path / "off.json"))[1] == 0.0
+
+
+def _gate_set():
+    """Two recordings with noise (utterance probability 0.9), two without but with noisy-looking
+    frames (utterance probability 0.6): a noise gate between 0.6 and 0.9 removes only the latter."""
+    outputs, refs = {}, []
+    for i in range(4):
+        p = np.zeros((100, 3), dtype=np.float32)
+        p[20:80, 0] = 0.9
+        faults = {f: [] for f in FAULTS}
+        if i < 2:
+            faults["noise"] = [[0.4, 1.6]]
+        utt = np.array([0.9 if i < 2 else 0.6, 0.0, 0.0], dtype=np.float32)
+        outputs[f"u{i}"] = {"frame_probs": p, "utt_probs": utt, "score": 3.0 + 0.5 * i, "duration": 2.0}
+        refs.append({"utt_id": f"u{i}", "score": 3.0 + 0.4 * i, "faults": faults})
+    return outputs, refs
+
+
+def test_sweep_varies_one_parameter_and_keeps_the_rest(tmp_path, capsys):
+    pytest.importorskip("pyutils.scoring.sqa")
+    import json
+
+    from pyutils.sqa.common import write_jsonl
+    from pyutils.sqa.infer import save_outputs
+    from pyutils.sqa.postproc import main, sweep
+
+    outputs, refs = _gate_set()
+    params = {f: dict(BASE) for f in FAULTS}
+    rows = sweep(outputs, refs, params, 0.0, "noise", "utt_threshold", [0.0, 0.7, 0.95])
+    assert [r["F1"] for r in rows] == pytest.approx([2 / 3, 1.0, 0.0])   # 2 TP + 2 FP; gate; all gone
+    assert rows[0]["tuned"] and not rows[1]["tuned"]
+    assert rows[1]["Final"] > rows[0]["Final"] > rows[2]["Final"]
+    assert params["noise"]["utt_threshold"] == 0.0                      # the caller's dict is untouched
+    with pytest.raises(ValueError, match="not one of"):
+        sweep(outputs, refs, params, 0.0, "noise", "gate", [0.5])
+    save_outputs(str(tmp_path / "out.npz"), outputs)
+    write_jsonl(str(tmp_path / "ref.jsonl"), refs)
+    (tmp_path / "pp.json").write_text(json.dumps({"params": params, "region_threshold": 0.0}))
+    args = ["sweep", "--postproc", str(tmp_path / "pp.json"), "--outputs", str(tmp_path / "out.npz"),
+            "--ref", str(tmp_path / "ref.jsonl"), "--fault", "noise", "--param", "utt_threshold"]
+    assert main(args + ["--values", "0,0.7"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].split()[0] == "0" and out[-2].endswith("*") and out[-1].split()[0] == "0.7"
+    with pytest.raises(SystemExit, match="--values"):
+        main(args + ["--values", "0,high"])

@@ -24,6 +24,8 @@ parameters, so :func:`tune` picks, per fault, the parameters maximising
 ``F1 + IoU`` as measured by :func:`pyutils.scoring.sqa.score_sqa` on dev
 (coordinate search over :data:`GRID`); :func:`tune_region` then picks ``t`` from
 :data:`REGION_GRID` (0 included) by noise + distortion F1 + IoU on dev.
+:func:`sweep` (CLI ``sweep``) shows how Final and one fault's F1 / IoU move when one
+tuned parameter of a ``postproc.json`` varies, on any split.
 """
 
 from __future__ import annotations
@@ -258,6 +260,54 @@ def tune_joint(outputs: dict, ref_rows: List[dict], grid: dict | None = None,
     return tuned[best], best, values, calls
 
 
+def sweep(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], region_threshold: float,
+          fault: str, param: str, values: Sequence[float]) -> List[dict]:
+    """Final and the fault's F1 / IoU with one parameter of one fault set to each value.
+
+    Everything else stays as in ``params`` (a model's ``postproc.json``): how much a
+    figure depends on one choice that dev made, e.g. on a split dev does not resemble.
+    """
+    from pyutils.scoring.sqa import score_sqa
+
+    if fault not in FAULTS:
+        raise ValueError(f"fault {fault!r}: not one of {FAULTS}")
+    if param not in DEFAULT_PARAMS:
+        raise ValueError(f"parameter {param!r}: not one of {sorted(DEFAULT_PARAMS)}")
+    ref_ids = {r["utt_id"] for r in ref_rows}
+    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    rows = []
+    for v in values:
+        prm = {f: dict(params[f]) for f in FAULTS}
+        prm[fault][param] = int(v) if param == "median" else float(v)
+        res = score_sqa(ref_rows, rows_from_outputs(outputs, prm, region_threshold))
+        f1, iou = fault_metrics(res, fault)
+        rows.append({"value": prm[fault][param], "Final": float(res["Final"]), "PCC": float(res["PCC"]),
+                     "F1": f1, "IoU": iou, "tuned": prm[fault][param] == params[fault][param]})
+    return rows
+
+
+def _sweep_main(args) -> int:
+    from pyutils.sqa.common import read_jsonl
+
+    params, region = read_postproc(args.postproc)
+    try:
+        values = [float(v) for v in args.values.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"--values {args.values!r}: give numbers separated by commas")
+    if not values:
+        raise SystemExit("--values: give at least one number")
+    try:
+        rows = sweep(load_outputs(args.outputs), read_jsonl(args.ref), params, region,
+                     args.fault, args.param, values)
+    except ValueError as e:
+        raise SystemExit(str(e))
+    print(f"{args.fault} {args.param} (other parameters from {args.postproc}; * = the tuned value)")
+    print(f"{'value':>8} {'Final':>8} {'F1':>7} {'IoU':>7}")
+    for r in rows:
+        print(f"{r['value']:>8g} {r['Final']:>8.4f} {r['F1']:>7.4f} {r['IoU']:>7.4f}" + (" *" if r["tuned"] else ""))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.postproc", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -271,7 +321,16 @@ def main(argv=None) -> int:
                    help="step 6 (the noise/distortion class per detected region): its threshold tuned after "
                         "steps 1-5 (default), steps 1-5 re-tuned under each threshold (joint; better on "
                         "unseen fault families, slightly worse in-distribution: egs/sqa/RESULTS.md), or off")
+    w = sub.add_parser("sweep", help="Final and one fault's F1/IoU as one tuned parameter varies")
+    w.add_argument("--postproc", required=True, help="the model's postproc.json (all other parameters)")
+    w.add_argument("--outputs", required=True, help="outputs.npz of pyutils.sqa.infer on the split")
+    w.add_argument("--ref", required=True, help="the split's reference JSONL")
+    w.add_argument("--fault", required=True, choices=FAULTS)
+    w.add_argument("--param", required=True, choices=sorted(DEFAULT_PARAMS))
+    w.add_argument("--values", required=True, help="comma-separated values, e.g. 0,0.5,0.7,0.8,0.9")
     args = p.parse_args(argv)
+    if args.cmd == "sweep":
+        return _sweep_main(args)
     from pyutils.sqa.common import read_jsonl
 
     grid = QUICK_GRID if args.quick else GRID
