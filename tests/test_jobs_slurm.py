@@ -115,10 +115,14 @@ def test_options_reach_the_scheduler(slurm, tmp_path):
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143
     assert "cancelled Slurm job" in err
-    time.sleep(1)
-    left = subprocess.run(["squeue", "-h", "-n", "opt", "-t", "PD,R"],
-                          capture_output=True, text=True).stdout
-    assert left.strip() == ""
+    left = "?"
+    for _ in range(100):       # scancel is asynchronous: poll up to 10 s, do not guess a sleep
+        left = subprocess.run(["squeue", "-h", "-n", "opt", "-t", "PD,R"],
+                              capture_output=True, text=True).stdout.strip()
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == ""
 
 
 def test_launch_py_spelling(slurm, tmp_path):
