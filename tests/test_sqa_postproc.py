@@ -216,3 +216,10 @@ def test_sweep_varies_one_parameter_and_keeps_the_rest(tmp_path, capsys):
     assert out[-2].split()[0] == "0" and out[-2].endswith("*") and out[-1].split()[0] == "0.7"
     with pytest.raises(SystemExit, match="--values"):
         main(args + ["--values", "0,high"])
+    (tmp_path / "bad.jsonl").write_text('{"utt_id": "u0"\n')
+    bad_ref = [a if a != str(tmp_path / "ref.jsonl") else str(tmp_path / "bad.jsonl") for a in args]
+    with pytest.raises(SystemExit, match="bad.jsonl:1"):
+        main(bad_ref + ["--values", "0"])
+    with pytest.raises(SystemExit, match="missing.npz"):
+        main([a if a != str(tmp_path / "out.npz") else str(tmp_path / "missing.npz") for a in args]
+             + ["--values", "0"])

@@ -289,7 +289,6 @@ def sweep(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], region_t
 def _sweep_main(args) -> int:
     from pyutils.sqa.common import read_jsonl
 
-    params, region = read_postproc(args.postproc)
     try:
         values = [float(v) for v in args.values.split(",") if v.strip()]
     except ValueError:
@@ -297,10 +296,11 @@ def _sweep_main(args) -> int:
     if not values:
         raise SystemExit("--values: give at least one number")
     try:
-        rows = sweep(load_outputs(args.outputs), read_jsonl(args.ref), params, region,
-                     args.fault, args.param, values)
-    except ValueError as e:
-        raise SystemExit(str(e))
+        params, region = read_postproc(args.postproc)
+        outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
+        rows = sweep(outputs, refs, params, region, args.fault, args.param, values)
+    except (OSError, ValueError, KeyError) as e:   # the messages name the file (or the key)
+        raise SystemExit(f"postproc sweep: {e}")
     print(f"{args.fault} {args.param} (other parameters from {args.postproc}; * = the tuned value)")
     print(f"{'value':>8} {'Final':>8} {'F1':>7} {'IoU':>7}")
     for r in rows:
