@@ -153,6 +153,12 @@ def rows_from_outputs(outputs: dict, params: Dict[str, dict], region_threshold: 
             for u, o in sorted(outputs.items())]
 
 
+def with_reference(outputs: dict, ref_rows: List[dict]) -> dict:
+    """The outputs of the recordings that ``ref_rows`` has a reference for."""
+    ref_ids = {r["utt_id"] for r in ref_rows}
+    return {u: o for u, o in outputs.items() if u in ref_ids}
+
+
 def read_postproc(path: str) -> tuple:
     """``postproc.json`` -> (params per fault, region threshold); ValueError naming the file."""
     try:
@@ -188,8 +194,7 @@ def tune(outputs: dict, ref_rows: List[dict], grid: dict | None = None, passes: 
     from pyutils.scoring.sqa import score_sqa
 
     grid = grid or GRID
-    ref_ids = {r["utt_id"] for r in ref_rows}
-    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    outputs = with_reference(outputs, ref_rows)
     current = {f: {k: (DEFAULT_PARAMS[k] if DEFAULT_PARAMS[k] in grid[k] else grid[k][0]) for k in grid}
                for f in FAULTS}
     best_val = {f: -1.0 for f in FAULTS}
@@ -214,9 +219,8 @@ def tune(outputs: dict, ref_rows: List[dict], grid: dict | None = None, passes: 
 
 def _region_setup(outputs: dict, ref_rows: List[dict], grid: Sequence[float] | None) -> tuple:
     """The dev outputs that have a reference, and the step-6 thresholds to try (0 = off first)."""
-    ref_ids = {r["utt_id"] for r in ref_rows}
     thresholds = sorted(set([0.0, *(grid if grid is not None else REGION_GRID)]))
-    return {u: o for u, o in outputs.items() if u in ref_ids}, thresholds
+    return with_reference(outputs, ref_rows), thresholds
 
 
 def _region_value(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], threshold: float) -> float:
@@ -273,8 +277,7 @@ def sweep(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], region_t
         raise ValueError(f"fault {fault!r}: not one of {FAULTS}")
     if param not in DEFAULT_PARAMS:
         raise ValueError(f"parameter {param!r}: not one of {sorted(DEFAULT_PARAMS)}")
-    ref_ids = {r["utt_id"] for r in ref_rows}
-    outputs = {u: o for u, o in outputs.items() if u in ref_ids}
+    outputs = with_reference(outputs, ref_rows)
     rows = []
     for v in values:
         prm = {f: dict(params[f]) for f in FAULTS}
@@ -346,8 +349,7 @@ def main(argv=None) -> int:
             calls += len(region_values)
     from pyutils.scoring.sqa import score_sqa
 
-    res = score_sqa(refs, rows_from_outputs({u: o for u, o in outputs.items()
-                                             if u in {r["utt_id"] for r in refs}}, params, region))
+    res = score_sqa(refs, rows_from_outputs(with_reference(outputs, refs), params, region))
     dev = {f: dict(zip(("f1", "iou"), fault_metrics(res, f))) for f in FAULTS}
     for f in FAULTS:
         print(f"{f}: F1 {dev[f]['f1']:.4f} IoU {dev[f]['iou']:.4f} with {params[f]}", flush=True)
