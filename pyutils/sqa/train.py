@@ -49,6 +49,7 @@ import sys
 import time
 
 import numpy as np
+import threadpoolctl
 import torch
 import yaml
 
@@ -208,6 +209,9 @@ def _seed_worker(_worker_id: int) -> None:
     info = torch.utils.data.get_worker_info()
     info.dataset.rng = np.random.default_rng(torch.initial_seed() % (2 ** 32))
     torch.set_num_threads(1)
+    # numpy's BLAS (the mel filterbank's matmul) would otherwise run a second thread per
+    # worker that spins between calls and takes the core the training step needs
+    threadpoolctl.threadpool_limits(1)
 
 
 def _to(batch: dict, device) -> dict:
