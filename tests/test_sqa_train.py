@@ -295,3 +295,38 @@ def test_event_count_loss_is_added_and_learnable():
         loss.backward()
         opt.step()
     assert loss.item() < 0.3 * first
+
+
+
+def _blas_threads() -> int:
+    import threadpoolctl
+
+    blas = [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    return max(blas) if blas else 0
+
+
+def test_data_worker_limits_blas_to_one_thread():
+    """A worker's numpy BLAS runs one thread even when the parent allows more (a spinning
+    second thread took the training step's core)."""
+    import threadpoolctl
+    import torch
+
+    from pyutils.sqa.train import _seed_worker
+
+    class BlasThreads(torch.utils.data.Dataset):   # reports from inside the worker
+        rng = None
+
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, i):
+            return _blas_threads()
+
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):   # what the parent may allow
+        if _blas_threads() < 2:
+            pytest.skip("numpy's BLAS here does not run two threads")
+        plain = torch.utils.data.DataLoader(BlasThreads(), batch_size=None, num_workers=1)
+        assert list(plain) == [2]      # a worker inherits the parent's limit...
+        limited = torch.utils.data.DataLoader(BlasThreads(), batch_size=None, num_workers=1,
+                                              worker_init_fn=_seed_worker)
+        assert list(limited) == [1]    # ...unless the recipe's worker init lowers it
