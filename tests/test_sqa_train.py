@@ -297,7 +297,6 @@ def test_event_count_loss_is_added_and_learnable():
     assert loss.item() < 0.3 * first
 
 
-
 def _blas_threads() -> int:
     import threadpoolctl
 

@@ -208,6 +208,8 @@ def global_stats(feats_scp: str) -> dict:
 
 
 def main(argv=None) -> int:
+    from pyutils.sqa.cues import PITCH_RATES
+
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.features", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -219,7 +221,7 @@ def main(argv=None) -> int:
     d.add_argument("--vad", action="store_true", help="append the silero-vad speech probability")
     d.add_argument("--cues", action="store_true", help="append the physical frame cues (pyutils.sqa.cues)")
     d.add_argument("--pitch", action="store_true", help="append the pitch contour (pyutils.sqa.cues.pitch_track)")
-    d.add_argument("--pitch-rate", type=int, default=16000, choices=(16000, 8000),
+    d.add_argument("--pitch-rate", type=int, default=16000, choices=PITCH_RATES,
                    help="with --pitch: the rate it is analysed at (8000: about 2x cheaper)")
     d.add_argument("--cue-context", type=float, default=0.0,
                    help="with --cues: also append the cues averaged over +- this many seconds (0: no)")
