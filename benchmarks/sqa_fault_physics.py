@@ -64,20 +64,27 @@ def measures(x: np.ndarray, sr: int, start: float, end: float) -> tuple | None:
     return floor, rise, float(flatness[low].mean()), float(np.std(e[ins])), lag
 
 
+def single_fault_recordings(corpus: str, split: str):
+    """(fault, mono float64 samples, rate) of each recording with exactly one noise or
+    distortion fault of >= 0.6 s and nothing else (``faults/<split>.jsonl``)."""
+    for r in read_jsonl(os.path.join(corpus, "faults", f"{split}.jsonl")):
+        d = r["details"]
+        if len(d) != 1 or d[0]["type"] == "pause" or d[0]["end"] - d[0]["start"] < 0.6:
+            continue
+        x, sr = sf.read(os.path.join(corpus, "wav", f"{r['utt_id']}.wav"), dtype="float64", always_2d=True)
+        yield d[0], x.mean(1), sr
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("corpus", help="chorus-synth sqa output dir (faults/<split>.jsonl, wav/)")
     p.add_argument("--split", default="train")
     a = p.parse_args(argv)
     acc = collections.defaultdict(list)
-    for r in read_jsonl(os.path.join(a.corpus, "faults", f"{a.split}.jsonl")):
-        d = r["details"]
-        if len(d) != 1 or d[0]["type"] == "pause" or d[0]["end"] - d[0]["start"] < 0.6:
-            continue
-        x, sr = sf.read(os.path.join(a.corpus, "wav", f"{r['utt_id']}.wav"), dtype="float64", always_2d=True)
-        v = measures(x.mean(1), sr, d[0]["start"], d[0]["end"])
+    for fault, x, sr in single_fault_recordings(a.corpus, a.split):
+        v = measures(x, sr, fault["start"], fault["end"])
         if v is not None:
-            acc[(d[0]["type"], d[0]["kind"])].append(v)
+            acc[(fault["type"], fault["kind"])].append(v)
     print("| type | kind | n | floor (dB) | rise (dB) | flat | dyn (dB) | lag |")
     print("|---|---|---|---|---|---|---|---|")
     for (t, k), v in sorted(acc.items()):

@@ -45,3 +45,35 @@ def test_a_tail_that_follows_the_speech_correlates_with_it_and_noise_does_not():
 
 def test_too_short_interval_gives_none():
     assert measures(_bursts(), SR, 1.0, 1.1) is None
+
+
+def test_single_fault_recordings_keep_only_one_long_noise_or_distortion(tmp_path):
+    import json
+
+    import soundfile as sf
+
+    from sqa_fault_physics import single_fault_recordings
+
+    (tmp_path / "faults").mkdir()
+    (tmp_path / "wav").mkdir()
+    rows = {"a": [{"type": "noise", "kind": "white", "start": 0.5, "end": 1.5}],
+            "b": [{"type": "pause", "kind": "silence", "start": 0.5, "end": 1.5}],
+            "c": [{"type": "noise", "kind": "white", "start": 0.5, "end": 0.8}],
+            "d": [{"type": "noise", "kind": "white", "start": 0.1, "end": 1.0},
+                  {"type": "distortion", "kind": "clipping", "start": 1.0, "end": 1.8}]}
+    with open(tmp_path / "faults" / "train.jsonl", "w") as f:
+        for utt, details in rows.items():
+            f.write(json.dumps({"utt_id": utt, "details": details}) + "\n")
+            sf.write(tmp_path / "wav" / f"{utt}.wav", np.zeros((SR * 2, 2)), SR)
+    got = list(single_fault_recordings(str(tmp_path), "train"))
+    assert [g[0]["kind"] for g in got] == ["white"] and got[0][1].shape == (SR * 2,)
+
+
+def test_enhancer_erb_bands_cover_every_bin_and_threshold_separates():
+    from sqa_enhancer_snr import FFT, NB_ERB, best_threshold, erb_widths
+
+    w = erb_widths()
+    assert len(w) == NB_ERB and w.sum() == FFT // 2 + 1 and w.min() >= 2
+    assert np.all(np.diff(w[8:]) >= 0)          # bands widen with frequency above the 2-bin floor
+    thr, acc = best_threshold([1.0, 2.0, 3.0], [10.0, 12.0, 2.5])
+    assert abs(acc - (1.0 - 0.5 / 3)) < 1e-12 and 2.0 < thr < 10.0
