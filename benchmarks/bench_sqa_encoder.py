@@ -21,8 +21,6 @@ CONFIGS = [
     ("BiGRU 64/64 x1", dict(conv_channels=64, rnn_hidden=64, rnn_layers=1, encoder="gru")),
     ("TCN 96, dilations 1..16 (default)", dict(conv_channels=96, encoder="tcn", tcn_dilations=(1, 2, 4, 8, 16))),
     ("TCN 64, dilations 1..16", dict(conv_channels=64, encoder="tcn", tcn_dilations=(1, 2, 4, 8, 16))),
-    ("TCN 96, stride-2 layer first", dict(conv_channels=96, encoder="tcn", tcn_dilations=(1, 2, 4, 8, 16),
-                                          subsample_first=True)),
 ]
 
 

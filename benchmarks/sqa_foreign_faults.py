@@ -526,9 +526,12 @@ def dump_set(data_dir: str, work: str, feats_cfg: dict, embed_cfg: dict | None, 
         return out
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
-    bad = F.dump(os.path.join(data_dir, "wav.scp"), out, "1", int(feats_cfg.get("n_mels", 80)),
-                 bool(feats_cfg.get("vad", False)), bool(feats_cfg.get("cues", False)),
-                 float(feats_cfg.get("cue_context", 0.0)), bool(feats_cfg.get("pitch", False)))
+    try:
+        feats_cfg = F.check_config(feats_cfg)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    bad = F.dump(os.path.join(data_dir, "wav.scp"), out, "1", int(feats_cfg["n_mels"]),
+                 bool(feats_cfg.get("pitch", False)), int(feats_cfg.get("pitch_rate", 16000)))
     if bad:
         raise BenchError(f"{out}/bad.1: {bad} recordings could not be dumped")
     names = ["feats", "wav", "utt2num_frames", "utt2dur"]

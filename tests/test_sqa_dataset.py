@@ -42,11 +42,9 @@ def test_dataset_items_and_collate(tmp_path):
     assert a["n"] == 50 and a["labels"].shape == (50, len(FAULTS))
     assert a["labels"][:, 0].nonzero().flatten().tolist() == list(range(5, 15))
     assert a["presence"].tolist() == [1.0, 0.0, 0.0] and float(a["score"]) == 2.5
-    # every reference interval is one event, overlapping ones too (the score charges each)
-    assert a["counts"].tolist() == [1.0, 0.0, 0.0]
-    assert ds[ds.utts.index("c")]["counts"].tolist() == [2.0, 1.0, 0.0]
+    assert ds[ds.utts.index("c")]["presence"].tolist() == [1.0, 1.0, 0.0]
     b = collate([ds[ds.utts.index("a")], ds[ds.utts.index("b")]])
-    assert b["counts"].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert b["presence"].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     assert b["feats"].shape == (2, 101, 8) and b["labels"].shape == (2, 50, 3)
     assert b["mask"].sum().item() == 75
 

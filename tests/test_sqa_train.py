@@ -97,10 +97,10 @@ def test_config_base_chain_merges_model_options(tmp_path):
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.yaml").write_text("model: {encoder: tcn, conv_channels: 96}\nlr: 0.003\nseed: 0\n")
-    (tmp_path / "sub" / "b.yaml").write_text("base: ../a.yaml\nmodel: {global_context: mean}\nseed: 1\n")
+    (tmp_path / "sub" / "b.yaml").write_text("base: ../a.yaml\nmodel: {score_faults: union}\nseed: 1\n")
     (tmp_path / "c.yaml").write_text("base: sub/b.yaml\nlr: 0.001\n")
     cfg = load_config(str(tmp_path / "c.yaml"))
-    assert cfg["model"] == {"encoder": "tcn", "conv_channels": 96, "global_context": "mean"}
+    assert cfg["model"] == {"encoder": "tcn", "conv_channels": 96, "score_faults": "union"}
     assert (cfg["lr"], cfg["seed"], cfg["epochs"]) == (0.001, 1, DEFAULTS["epochs"])
     assert "base" not in cfg and DEFAULTS["model"] == {}   # the defaults are not mutated
 
@@ -119,13 +119,17 @@ def test_config_base_errors_name_the_file(tmp_path):
     (tmp_path / "v.yaml").write_text("- 1\n")
     with pytest.raises(ValueError, match="v.yaml: a training config is a mapping"):
         load_config(str(tmp_path / "v.yaml"))
+    (tmp_path / "t.yaml").write_text("model: {global_context: mean}\n")   # a retired model option
+    with pytest.raises(ValueError, match=r"t\.yaml: unknown model options \['global_context'\]"):
+        load_config(str(tmp_path / "t.yaml"))
     (tmp_path / "u.yaml").write_text("base: missing.yaml\n")
     with pytest.raises(OSError):
         load_config(str(tmp_path / "u.yaml"))
 
 
 def test_shipped_sqa_variants_change_only_what_they_say():
-    """Each conf/train_default_*.yaml resolves to the default plus the keys its chain names."""
+    """Each conf/tuning/*.yaml resolves to the preset its base chain ends at plus the keys the
+    chain names."""
     import glob
     import os
 
@@ -133,20 +137,22 @@ def test_shipped_sqa_variants_change_only_what_they_say():
     from pyutils.sqa.train import load_config
 
     conf = os.path.join(os.path.dirname(__file__), "..", "egs", "sqa", "conf")
-    default = load_config(os.path.join(conf, "train_default.yaml"))
-    variants = sorted(glob.glob(os.path.join(conf, "train_default_*.yaml")))
+    tuning = os.path.join(conf, "tuning")
+    variants = sorted(glob.glob(os.path.join(tuning, "*.yaml")))
     assert variants
     for path in variants:
-        named, model_named, link = set(), {}, os.path.basename(path)
-        while link != "train_default.yaml":          # walk the base chain down to the default
-            with open(os.path.join(conf, link), encoding="utf-8") as f:
+        named, model_named, link = set(), {}, os.path.realpath(path)
+        while os.path.dirname(link) == os.path.realpath(tuning):   # walk the base chain down to a preset
+            with open(link, encoding="utf-8") as f:
                 own = yaml.safe_load(f)
             named |= set(own) - {"base", "model"}
             model_named = {**(own.get("model") or {}), **model_named}
-            link = own["base"]
+            link = os.path.realpath(os.path.join(os.path.dirname(link), own["base"]))
+        assert os.path.dirname(link) == os.path.realpath(conf), path
+        preset = load_config(link)
         cfg = load_config(path)
-        assert {k for k in cfg if k != "model" and cfg[k] != default[k]} <= named, path
-        assert cfg["model"] == {**default["model"], **model_named}, path
+        assert {k for k in cfg if k != "model" and cfg[k] != preset[k]} <= named, path
+        assert cfg["model"] == {**preset["model"], **model_named}, path
 
 
 def _tiny_set(tmp_path, with_embed: bool):
@@ -264,37 +270,6 @@ def test_ema_weights_are_what_model_pt_keeps_and_resume_restores_them(tmp_path):
     torch.save(bad, out2 / "last.pt")
     with pytest.raises(SystemExit, match="no EMA weights"):
         main(_args(tmp_path, d, out2) + ["--resume"])
-
-
-def test_event_count_loss_is_added_and_learnable():
-    import torch
-    from pyutils.sqa.model import ModelConfig, SQAModel
-    from pyutils.sqa.train import DEFAULTS, compute_loss
-
-    torch.manual_seed(0)
-    model = SQAModel(ModelConfig(input_dim=8, conv_channels=8, rnn_hidden=8, encoder="tcn",
-                                 tcn_dilations=(1, 2), score_pooling="rich", event_counter=True, dropout=0.0))
-    batch = {"feats": torch.randn(4, 100, 8), "lengths": torch.tensor([100, 100, 80, 60]),
-             "labels": torch.zeros(4, 50, 3), "mask": torch.ones(4, 50, dtype=torch.bool),
-             "presence": torch.zeros(4, 3), "score": torch.full((4,), 3.0),
-             "score_weight": torch.ones(4),
-             "counts": torch.tensor([[0.0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 0, 1]])}
-    mean, std = torch.zeros(8), torch.ones(8)
-    cfg = dict(DEFAULTS, w_count=0.0)
-    base, _ = compute_loss(model, batch, mean, std, cfg)
-    with_count, _ = compute_loss(model, batch, mean, std, dict(cfg, w_count=1.0))
-    counts = model((batch["feats"] - mean) / std, batch["lengths"])["counts"]
-    expected = torch.nn.functional.smooth_l1_loss(torch.log1p(counts), torch.log1p(batch["counts"]))
-    assert torch.allclose(with_count - base, expected, atol=1e-6) and expected > 0.05
-    # the count head alone can fit the counts of a fixed batch
-    opt = torch.optim.Adam(model.count_head.parameters(), lr=0.1)
-    first = expected.item()
-    for _ in range(50):
-        loss, _ = compute_loss(model, batch, mean, std, dict(cfg, w_score=0.0, w_frame=0.0, w_utt=0.0, w_count=1.0))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.3 * first
 
 
 def _blas_threads() -> int:

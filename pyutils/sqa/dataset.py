@@ -110,7 +110,6 @@ class SQADataset(torch.utils.data.Dataset):
               augmented: bool = False) -> dict:
         labels = np.zeros((n, len(FAULTS)), dtype=np.float32)
         presence = np.zeros(len(FAULTS), dtype=np.float32)
-        counts = np.zeros(len(FAULTS), dtype=np.float32)   # events (intervals) per type
         score = 3.0
         if ref is not None:
             faults = ref.get("faults", {})
@@ -118,13 +117,11 @@ class SQADataset(torch.utils.data.Dataset):
                 ivs = faults.get(name, []) or []
                 labels[:, j] = rasterise(ivs, n)
                 presence[j] = 1.0 if ivs else 0.0
-                counts[j] = len(ivs)
             score = float(ref.get("score", 3.0))
         else:
             score_weight = 0.0
         item = {"utt": utt, "feats": torch.from_numpy(feats), "labels": torch.from_numpy(labels),
-                "presence": torch.from_numpy(presence), "counts": torch.from_numpy(counts),
-                "score": torch.tensor(score),
+                "presence": torch.from_numpy(presence), "score": torch.tensor(score),
                 "score_weight": torch.tensor(score_weight), "n": n}
         if self.embeds is not None:
             item["embed"] = torch.from_numpy(self.embeds[utt])
@@ -186,7 +183,6 @@ def collate(batch: List[dict]) -> dict:
             "n_frames": torch.tensor([x["n"] for x in batch]),
             "labels": labels, "mask": mask,
             "presence": torch.stack([x["presence"] for x in batch]),
-            "counts": torch.stack([x["counts"] for x in batch]),
             "score": torch.stack([x["score"] for x in batch]),
             "score_weight": torch.stack([x["score_weight"] for x in batch])}
     if "embed" in batch[0]:

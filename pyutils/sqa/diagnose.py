@@ -57,7 +57,7 @@ def load_diagnoser(model_dir: str):
     """
     import numpy as np
 
-    from pyutils.sqa.features import extract
+    from pyutils.sqa.features import check_config, extract
     from pyutils.sqa.infer import predict
     from pyutils.sqa.model import load_model
     from pyutils.sqa.postproc import DEFAULT_PARAMS, make_row, read_postproc
@@ -66,7 +66,10 @@ def load_diagnoser(model_dir: str):
     if not os.path.exists(model_path):
         raise SystemExit(f"chorus-sqa: no model.pt in {model_dir} (train one: egs/sqa/run.sh)")
     model, mean, std, extra = load_model(model_path)
-    feats_cfg = extra.get("features") or {"n_mels": int(mean.shape[0]), "vad": False}
+    try:
+        feats_cfg = check_config(extra.get("features") or {"n_mels": int(mean.shape[0])})
+    except ValueError as e:
+        raise SystemExit(f"chorus-sqa: {model_path}: {e}") from None
     embedder = None
     if model.cfg.embed_dim > 0:
         from pyutils.sqa.embed import UttEmbedder

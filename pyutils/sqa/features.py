@@ -2,11 +2,9 @@
 
 Features: power STFT (25 ms Hann window, 10 ms hop, 512-point FFT, centred
 frames) -> ``n_mels`` triangular mel filters (Slaney, 0-8 kHz) ->
-``log(max(mel, 1e-10))``; optionally (``--vad``) one more column with the
-silero-vad speech probability, (``--cues``) the physical frame cues of
-:mod:`pyutils.sqa.cues` (reverberation tails, noise floors, modulation,
-several voices) and (``--pitch``) the pitch contour, in that order. Frame ``j`` is centred at ``j * 10 ms``; the model's
-stride 2 brings two frames onto one 20 ms scoring frame.
+``log(max(mel, 1e-10))``; optionally (``--pitch``) two more columns, the pitch
+contour of :func:`pyutils.sqa.cues.pitch_track`. Frame ``j`` is centred at
+``j * 10 ms``; the model's stride 2 brings two frames onto one 20 ms scoring frame.
 
 CLI (one job of a ``${train_cmd} JOB=1:nj`` array)::
 
@@ -63,47 +61,28 @@ def fbank(x: np.ndarray, n_mels: int = 80) -> np.ndarray:
     return np.log(np.maximum(mel, 1e-10)).astype(np.float32)
 
 
-_VAD = None
+# feature columns of earlier dumps that were measured and not adopted (egs/sqa/RESULTS.md):
+# a feats_config.json may name them switched off; a model or dump that used them is refused
+RETIRED_FEATURES = ("vad", "cues", "cue_context")
 
 
-def vad_probs(x: np.ndarray, n_frames: int) -> np.ndarray:
-    """(n_frames,) silero-vad speech probability at the 10 ms frame centres.
-
-    silero-vad scores 512-sample (32 ms) chunks; each chunk's probability is
-    placed at its centre and linearly interpolated onto ``j * 10 ms``.
-    """
-    global _VAD
-    import torch
-
-    if _VAD is None:
-        from silero_vad import load_silero_vad
-
-        _VAD = load_silero_vad(onnx=True)
-    with torch.no_grad():
-        probs = _VAD.audio_forward(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)),
-                                   SAMPLE_RATE).reshape(-1).numpy()
-    centres = (np.arange(len(probs)) * 512 + 256) / SAMPLE_RATE
-    return np.interp(np.arange(n_frames) * HOP / SAMPLE_RATE, centres, probs).astype(np.float32)
+def check_config(cfg: dict) -> dict:
+    """``cfg`` (a dump's ``feats_config.json``) with the defaults filled in; ``ValueError`` when it
+    names a retired column switched on (those features can no longer be made)."""
+    cfg = {"n_mels": 80, **(cfg or {})}
+    used = [k for k in RETIRED_FEATURES if cfg.get(k)]
+    if used:
+        raise ValueError(f"feature config {cfg}: made with {', '.join(used)}, columns this version "
+                         f"no longer computes (not adopted: egs/sqa/RESULTS.md); dump and train again")
+    return cfg
 
 
 def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
-    """Model input features of ``cfg`` (``{"n_mels": 80, "vad": False, "cues": False}``):
-    log-mel, then the silero-vad speech probability if ``vad``, then the physical
-    frame cues of :mod:`pyutils.sqa.cues` (``NUM_CUES`` columns) if ``cues``, with
-    ``cue_context`` (seconds, > 0) the same cues averaged over +- that span after them,
-    and with ``pitch`` the pitch contour of :func:`pyutils.sqa.cues.pitch_track` last."""
-    cfg = {"n_mels": 80, "vad": False, "cues": False, **(cfg or {})}
+    """Model input features of ``cfg`` (``{"n_mels": 80, "pitch": False}``, a dump's
+    ``feats_config.json``): the log-mel, then with ``pitch`` the two columns of
+    :func:`pyutils.sqa.cues.pitch_track` (analysed at ``pitch_rate``, 16000 by default)."""
+    cfg = check_config(cfg)
     feats = fbank(x, int(cfg["n_mels"]))
-    if cfg["vad"]:
-        feats = np.concatenate([feats, vad_probs(x, feats.shape[0])[:, None]], axis=1)
-    if cfg["cues"]:
-        from pyutils.sqa.cues import context_mean, frame_cues
-
-        cues = frame_cues(x, feats.shape[0])
-        feats = np.concatenate([feats, cues], axis=1)
-        if float(cfg.get("cue_context", 0.0)) > 0:   # seconds each side: the cues' mean over that span
-            half = int(round(float(cfg["cue_context"]) / 0.01))
-            feats = np.concatenate([feats, context_mean(cues, half)], axis=1)
     if cfg.get("pitch"):
         from pyutils.sqa.cues import pitch_track
 
@@ -122,8 +101,8 @@ def _is_plain_16k_mono(entry: str) -> bool:
     return info.samplerate == SAMPLE_RATE and info.channels == 1
 
 
-def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = False, cues: bool = False,
-         cue_context: float = 0.0, pitch: bool = False, pitch_rate: int = 16000) -> int:
+def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = False,
+         pitch_rate: int = 16000) -> int:
     """Extract features of one wav.scp piece; returns the number skipped.
 
     Writes ``feats.JOB.{ark,scp}``, ``wav.JOB.scp`` (16 kHz mono; resampled
@@ -135,11 +114,7 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, vad: bool = Fals
 
     import kaldiio
 
-    cfg = {"n_mels": n_mels, "vad": vad}
-    if cues:   # the key only where used, so older dumps' configs stay identical
-        cfg["cues"] = True
-        if cue_context > 0:
-            cfg["cue_context"] = float(cue_context)
+    cfg = {"n_mels": n_mels}
     if pitch:
         cfg["pitch"] = True
         if int(pitch_rate) != 16000:   # only where used: older configs stay identical
@@ -218,23 +193,15 @@ def main(argv=None) -> int:
     d.add_argument("--outdir", required=True)
     d.add_argument("--job", default="1")
     d.add_argument("--n-mels", type=int, default=80)
-    d.add_argument("--vad", action="store_true", help="append the silero-vad speech probability")
-    d.add_argument("--cues", action="store_true", help="append the physical frame cues (pyutils.sqa.cues)")
     d.add_argument("--pitch", action="store_true", help="append the pitch contour (pyutils.sqa.cues.pitch_track)")
     d.add_argument("--pitch-rate", type=int, default=16000, choices=PITCH_RATES,
                    help="with --pitch: the rate it is analysed at (8000: about 2x cheaper)")
-    d.add_argument("--cue-context", type=float, default=0.0,
-                   help="with --cues: also append the cues averaged over +- this many seconds (0: no)")
     s = sub.add_parser("stats", help="global mean/std of a feats.scp")
     s.add_argument("--feats-scp", required=True)
     s.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "dump":
-        if args.cue_context < 0 or (args.cue_context > 0 and not args.cues):
-            print(f"ERROR: --cue-context {args.cue_context}: needs --cues and a value >= 0", file=sys.stderr)
-            return 2
-        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.vad, args.cues, args.cue_context, args.pitch,
-             args.pitch_rate)
+        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.pitch, args.pitch_rate)
         return 0
     stats = global_stats(args.feats_scp)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

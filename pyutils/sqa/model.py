@@ -1,10 +1,9 @@
 """Multi-task SQA network at the 20 ms scoring grid.
 
 Input: normalised log-mel frames at 10 ms (B, T, F). A conv front-end with one
-stride-2 layer brings them to 20 ms (T' = ceil(T / 2)): its second layer, or
-with ``subsample_first`` its first, so that every layer after the first runs on
-half the frames (a training update ~20 % cheaper on CPU); a bidirectional GRU or
-a dilated-conv TCN gives context; three heads read the encoder output:
+stride-2 layer (the second) brings them to 20 ms (T' = ceil(T / 2)); a
+bidirectional GRU or a dilated-conv TCN gives context; three heads read the
+encoder output:
 
 - frame fault head: per-frame logits for (noise, distortion, pause);
 - utterance presence head: logits from [mean-pool ; max-pool] of the encoder;
@@ -62,31 +61,6 @@ class ModelConfig:
     # the score then does not depend on how an unseen kind of fault is split between the
     # two classes (the reference penalises both alike: 2.4 vs 2.2 x severity x coverage)
     score_faults: str = "class"
-    # the front-end's stride-2 layer first (kernel 5, 10 ms -> 20 ms) instead of second:
-    # the layers after it then run at 20 ms. False = the layout of models trained before
-    subsample_first: bool = False
-    # also give the score head each track's number of fault events (a soft count of the
-    # onsets of its frame probability, :func:`soft_event_count`): a recording with two
-    # separate clipping bursts is worse than one with a single burst of the same total
-    # length, which fractions and seconds cannot tell apart
-    score_events: bool = False
-    # a head that counts each type's fault events (an event density per frame, summed over
-    # the recording: :func:`count_events`), trained on the number of reference intervals
-    # of each type, its count given to the score head (``train.py``: ``w_count``)
-    event_counter: bool = False
-    # recording-wide context for every frame after the encoder, whose receptive field is
-    # ~+-0.7 s: "none"; "mean" adds a projection of the encoder's mean over the recording
-    # to each frame (squeeze-and-excitation style); "attention" one pre-LayerNorm
-    # multi-head self-attention layer with a residual connection over the whole recording
-    # (padding masked). A frame can then be judged against the rest of its recording:
-    # a static microphone colouring vs a local distortion, a level step vs the usual level
-    global_context: str = "none"
-    context_heads: int = 4
-    # which fault types' frame decisions read the context: "all" (and the utterance and
-    # score heads with them), or a comma list of FAULTS, e.g. "distortion": that type's
-    # frame logit comes from the context, every other head from the encoder alone (a level
-    # step needs the recording's usual level; a noise floor is judged by the frame itself)
-    context_faults: str = "all"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -151,10 +125,9 @@ class SQAModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         c, h = cfg.conv_channels, cfg.rnn_hidden
-        strides = (2, 1) if cfg.subsample_first else (1, 2)   # the stride-2 layer: 10 ms -> 20 ms
         self.frontend = nn.Sequential(
-            ConvBlock(cfg.input_dim, c, 5, strides[0], cfg.dropout),
-            ConvBlock(c, c, 5, strides[1], cfg.dropout),
+            ConvBlock(cfg.input_dim, c, 5, 1, cfg.dropout),
+            ConvBlock(c, c, 5, 2, cfg.dropout),          # the stride-2 layer: 10 ms -> 20 ms
             ConvBlock(c, c, 3, 1, cfg.dropout),
             ConvBlock(c, c, 3, 1, cfg.dropout),
         )
@@ -174,12 +147,6 @@ class SQAModel(nn.Module):
             raise ValueError(f"unknown score_faults {cfg.score_faults!r} (class or union)")
         k = SCORE_TRACKS[cfg.score_faults]
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
-        if cfg.score_events:
-            score_in += k
-        if cfg.event_counter:
-            self.count_head = nn.Linear(d, len(FAULTS))
-            nn.init.constant_(self.count_head.bias, COUNT_BIAS)
-            score_in += len(FAULTS)
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
         if cfg.embed_dim > 0:
@@ -192,31 +159,6 @@ class SQAModel(nn.Module):
             self.register_buffer("frames_mean", torch.zeros(cfg.frames_dim))
             self.register_buffer("frames_std", torch.ones(cfg.frames_dim))
             self.frames_proj = nn.Linear(cfg.frames_dim, c)
-        # created last, so that every other parameter starts as in a model without it
-        if cfg.global_context == "mean":
-            self.context_proj = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d))
-        elif cfg.global_context == "attention":
-            self.context_norm = nn.LayerNorm(d)
-            self.context_att = nn.MultiheadAttention(d, cfg.context_heads, batch_first=True)
-        elif cfg.global_context != "none":
-            raise ValueError(f"unknown global_context {cfg.global_context!r} (none, mean or attention)")
-        only = None                    # (3,) bool: the frame logits taken from the context
-        if cfg.context_faults != "all":
-            names = [f.strip() for f in cfg.context_faults.split(",") if f.strip()]
-            if not names or set(names) - set(FAULTS):
-                raise ValueError(f"context_faults {cfg.context_faults!r}: 'all' or a comma list of {FAULTS}")
-            only = torch.tensor([f in names for f in FAULTS])
-        self.register_buffer("context_only", only, persistent=False)
-
-    def _global_context(self, enc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """enc (B, T', d) + recording-wide context (``global_context``), padding kept at 0."""
-        m = mask.unsqueeze(-1).to(enc.dtype)
-        if self.cfg.global_context == "mean":
-            mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
-            return (enc + self.context_proj(mean).unsqueeze(1)) * m
-        y = self.context_norm(enc)
-        y, _ = self.context_att(y, y, y, key_padding_mask=~mask, need_weights=False)
-        return (enc + y) * m
 
     def _add_frames(self, x: torch.Tensor, frames, frames_mask) -> torch.Tensor:
         """x (B, T', C) + projected Whisper frames (B, T_w, K) fitted to T' (crop / edge pad)."""
@@ -261,12 +203,7 @@ class SQAModel(nn.Module):
             for block in self.tcn:
                 enc = block(enc * m_)
             enc = enc.squeeze(2).transpose(1, 2)
-        if self.cfg.global_context != "none" and self.context_only is None:
-            enc = self._global_context(enc, mask)
         frame_logits = self.frame_head(enc)
-        if self.cfg.global_context != "none" and self.context_only is not None:
-            ctx_logits = self.frame_head(self._global_context(enc, mask))
-            frame_logits = torch.where(self.context_only, ctx_logits, frame_logits)
         m = mask.unsqueeze(-1).float()
         mean = (enc * m).sum(1) / m.sum(1).clamp(min=1.0)
         mx = enc.masked_fill(~mask.unsqueeze(-1), -1e4).max(1).values
@@ -287,12 +224,6 @@ class SQAModel(nn.Module):
         else:
             secs = (tracks() * m).sum(1) * 0.02  # predicted seconds per fault (track)
             parts = [pooled, mx, frac, torch.log1p(secs)]
-        if self.cfg.score_events:
-            parts.append(torch.log1p(soft_event_count(tracks(), mask)))
-        counts = None
-        if self.cfg.event_counter:
-            counts = count_events(self.count_head(enc), mask)
-            parts.append(torch.log1p(counts))
         if self.cfg.embed_dim > 0:
             if embed is None or embed.shape[-1] != self.cfg.embed_dim:
                 got = None if embed is None else tuple(embed.shape)
@@ -300,11 +231,8 @@ class SQAModel(nn.Module):
             parts.append(self.embed_proj(embed))
         z = self.score_head(torch.cat(parts, dim=-1)).squeeze(-1)
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
-        out = {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
-               "lengths": out_lens, "mask": mask}
-        if counts is not None:
-            out["counts"] = counts
-        return out
+        return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
+                "lengths": out_lens, "mask": mask}
 
 
 def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
@@ -318,42 +246,6 @@ def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
     i_n, i_d, i_p = FAULTS.index("noise"), FAULTS.index("distortion"), FAULTS.index("pause")
     either = 1.0 - (1.0 - probs[..., i_n]) * (1.0 - probs[..., i_d])
     return torch.stack([either, probs[..., i_p]], dim=-1)
-
-
-EVENT_SMOOTH = 5   # frames (100 ms at 20 ms) of moving average before the onsets are counted
-
-
-def soft_event_count(probs: torch.Tensor, mask: torch.Tensor, smooth: int = EVENT_SMOOTH) -> torch.Tensor:
-    """(B, T, k) frame probabilities, (B, T) valid-frame mask -> (B, k) soft number of events.
-
-    ``count = p'_0 + sum_t max(0, p'_t - p'_{t-1})``: the total rise of the track ``p'``
-    (``p`` under a ``smooth``-frame moving average over the valid frames, so that
-    frame-to-frame jitter inside one event adds little; padding does not change it). A 0/1
-    track of ``n`` runs, each run and gap at least ``smooth`` frames long, gives exactly
-    ``n``; differentiable, so the score head can learn from it.
-    """
-    m = mask.to(probs.dtype).unsqueeze(1)                           # (B, 1, T)
-    x = probs.transpose(1, 2) * m                                   # (B, k, T)
-    if smooth > 1 and x.shape[-1] > 1:
-        def pool(v):
-            return torch.nn.functional.avg_pool1d(v, smooth, stride=1, padding=smooth // 2)
-        x = pool(x) / pool(m).clamp(min=1e-6) * m
-    rise = torch.relu(x[..., 1:] - x[..., :-1]).sum(-1)
-    return x[..., 0] + rise
-
-
-COUNT_BIAS = -6.0   # initial density softplus(-6) ~ 0.0025 per frame: ~0.6 events in 5 s
-
-
-def count_events(density_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(B, T, k) density logits, (B, T) valid-frame mask -> (B, k) number of events.
-
-    ``count = sum_t softplus(logit_t)`` over the valid frames: counting by integrating a
-    learned non-negative density (as in crowd counting), which needs no event boundaries
-    in the labels, only how many events there are; padding adds nothing.
-    """
-    dens = torch.nn.functional.softplus(density_logits) * mask.unsqueeze(-1).to(density_logits.dtype)
-    return dens.sum(1)
 
 
 def frames_to_grid(frames, n_feats: int):
@@ -406,6 +298,28 @@ def _plain(obj):
     return obj
 
 
+# options of earlier models that were measured and not adopted (egs/sqa/RESULTS.md), with
+# the value that means "off": a checkpoint that has them off loads; one that uses them
+# was trained with an architecture this code no longer builds
+RETIRED_OPTIONS = {"subsample_first": False, "score_events": False, "event_counter": False,
+                   "global_context": "none", "context_heads": 4, "context_faults": "all"}
+
+
+def model_config_from_dict(cfg: dict) -> ModelConfig:
+    """:class:`ModelConfig` of a checkpoint's ``model_config`` (retired options dropped when
+    off; ``ValueError`` naming the option when one is on)."""
+    cfg = dict(cfg)
+    for key, off in RETIRED_OPTIONS.items():
+        if key in cfg:
+            value = cfg.pop(key)
+            if value != off and key != "context_heads":
+                raise ValueError(f"trained with {key}={value!r}, an option this version no longer has "
+                                 f"(it was not adopted: egs/sqa/RESULTS.md); retrain the model")
+    if "tcn_dilations" in cfg:
+        cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
+    return ModelConfig(**cfg)
+
+
 class ModelFileError(ValueError):
     """A model file that is not a usable Chorus SQA checkpoint."""
 
@@ -425,10 +339,7 @@ def load_model(path: str, device: str = "cpu"):
     """-> (model in eval mode, mean, std, extra). Raises :class:`ModelFileError`."""
     blob = safe_torch_load(path, device)
     try:
-        cfg = dict(blob["model_config"])
-        if "tcn_dilations" in cfg:
-            cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
-        model = SQAModel(ModelConfig(**cfg))
+        model = SQAModel(model_config_from_dict(blob["model_config"]))
         model.load_state_dict(blob["state_dict"])
         mean, std = blob["feat_mean"], blob["feat_std"]
         if not (isinstance(mean, torch.Tensor) and isinstance(std, torch.Tensor)):

@@ -54,6 +54,7 @@ import torch
 import yaml
 
 from pyutils.sqa.dataset import BucketBatchSampler, SQADataset, collate
+from pyutils.sqa.features import check_config as check_features
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, safe_torch_load, save_model
 
 DEFAULTS = {
@@ -66,7 +67,6 @@ DEFAULTS = {
     "w_score": 1.0,
     "w_frame": 1.0,
     "w_utt": 0.5,
-    "w_count": 0.5,       # weight of the event-count loss (model.event_counter only)
     "augment_prob": 0.0,
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
     "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
@@ -105,6 +105,10 @@ def _read_config(path: str, seen: tuple = ()) -> dict:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}; known: {sorted(DEFAULTS)} and base")
     if "model" in user and not isinstance(user["model"] or {}, dict):
         raise ValueError(f"{path}: 'model' must be a mapping of model options")
+    unknown = set(user.get("model") or {}) - set(ModelConfig.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"{path}: unknown model options {sorted(unknown)}; known: "
+                         f"{sorted(ModelConfig.__dataclass_fields__)}")
     base = user.pop("base", None)
     if base is None:
         return user
@@ -161,10 +165,6 @@ def compute_loss(model, batch, mean, std, cfg) -> tuple:
     l_score = (torch.nn.functional.smooth_l1_loss(out["score"], batch["score"], reduction="none") * sw).sum() \
         / sw.sum().clamp(min=1.0)
     total = cfg["w_score"] * l_score + cfg["w_frame"] * l_frame + cfg["w_utt"] * l_utt
-    if "counts" in out:
-        # smooth L1 on log(1 + count): one missed event costs about the same at 1 as at 3
-        l_count = torch.nn.functional.smooth_l1_loss(torch.log1p(out["counts"]), torch.log1p(batch["counts"]))
-        total = total + cfg["w_count"] * l_count
     return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
 
 
@@ -244,10 +244,14 @@ def train(args) -> int:
     augmenter = make_augmenter(cfg["augment_exclude"], cfg["augment_extra_kinds"]) if cfg["augment_prob"] > 0 else None
     d = args.train_dir
     wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
-    feats_cfg = {"n_mels": int(mean.shape[0]), "vad": False}
+    feats_cfg = {"n_mels": int(mean.shape[0])}
     if os.path.exists(f"{d}/feats_config.json"):
         with open(f"{d}/feats_config.json", encoding="utf-8") as f:
             feats_cfg = json.load(f)
+        try:
+            check_features(feats_cfg)
+        except ValueError as e:
+            raise SystemExit(f"{d}/feats_config.json: {e}") from None
     embed_cfg, train_embed, dev_embed = None, None, None
     if cfg["utt_embed"]:
         train_embed, dev_embed = f"{d}/embed.scp", f"{args.dev_dir}/embed.scp"
