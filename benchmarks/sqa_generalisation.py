@@ -126,6 +126,34 @@ def dnsmos_ovrl(recipe: str, tag: str, utts, wavs: dict, cache_path: str) -> dic
     return cache
 
 
+def plan(info: dict, families, groups, in_distribution: bool = True) -> list:
+    """The experiments ``(name, train, dev, {test name: utts}, augment_exclude)`` over the pool
+    ``info`` (:func:`load_pool`): one ``lofo:<family>`` per family (train and dev without any
+    recording that holds it; test: every other pooled recording that does), one ``voices:<groups>``
+    (train and dev without those voice groups; test: their train and test recordings, and
+    ``test_real``), and the in-distribution split as the recipe has it."""
+    by_set = {s: sorted(u for u, i in info.items() if i["set"] == s) for s in SETS}
+    known = set(FAMILIES.values())
+    out = []
+    for fam in families:
+        if fam not in known:
+            raise ValueError(f"unknown family {fam!r}; known: {sorted(known)}")
+        has = {u for u, i in info.items() if fam in i["families"]}
+        train = [u for u in by_set["train"] if u not in has]
+        dev = [u for u in by_set["dev"] if u not in has]
+        test = sorted(u for u in has if info[u]["set"] != "dev")
+        out.append((f"lofo:{fam}", train, dev, {f"with_{fam}": test}, [fam]))
+    real = {"test_real": by_set["test_real"]} if by_set["test_real"] else {}
+    if groups:
+        held = {u for u, i in info.items() if i["group"] in groups}
+        tests = {"heldout_voices": sorted(u for u in held if info[u]["set"] in ("train", "test")), **real}
+        out.append((f"voices:{','.join(groups)}", [u for u in by_set["train"] if u not in held],
+                    [u for u in by_set["dev"] if u not in held], tests, []))
+    if in_distribution:
+        out.append(("in_distribution", by_set["train"], by_set["dev"], {"test": by_set["test"], **real}, []))
+    return out
+
+
 def run_experiment(name, train, dev, tests, exclude, base_cfg, lines, stats, out, max_updates):
     """Train, tune post-processing on dev, score every test set; returns {test: result}."""
     from pyutils.scoring.sqa import score_sqa
@@ -210,7 +238,7 @@ def main(argv=None) -> int:
                         "and its default run, same data and seed, is the in-distribution figure)")
     p.add_argument("--dump-dir", default="dump",
                    help="the recipe's dump dir to read (relative to --recipe-dir), e.g. one made with "
-                        "the recipe's --cue-feature true")
+                        "other stage-2 options")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     import torch
@@ -224,33 +252,17 @@ def main(argv=None) -> int:
     os.makedirs(a.out, exist_ok=True)
     info, lines = load_pool(recipe, corpus, a.dump_dir)
     stats = os.path.join(recipe, a.dump_dir, "train", "feats_stats.npz")
-    by_set = {s: sorted(u for u, i in info.items() if i["set"] == s) for s in SETS}
     dumped = {ln.split(maxsplit=1)[0] for ln in lines["embed.scp"]}
     wavs = {u: w for ln in lines["wav.scp"] for u, w in [ln.split(maxsplit=1)]}
     wavs = {u: w.strip() for u, w in wavs.items()}
-    experiments = []
-    for fam in [f for f in a.families.split(",") if f]:
-        if fam not in set(FAMILIES.values()):
-            raise SystemExit(f"unknown family {fam!r}; known: {sorted(set(FAMILIES.values()))}")
-        has = {u for u, i in info.items() if fam in i["families"]}
-        train = [u for u in by_set["train"] if u not in has]
-        dev = [u for u in by_set["dev"] if u not in has]
-        test = sorted(u for u in has if info[u]["set"] != "dev")
-        experiments.append((f"lofo:{fam}", train, dev, {f"with_{fam}": test}, [fam]))
+    families = [f for f in a.families.split(",") if f]
     groups = [g for g in a.heldout_voices.split(",") if g]
-    if groups:
-        held = {u for u, i in info.items() if i["group"] in groups}
-        tests = {"heldout_voices": sorted(u for u in held if info[u]["set"] in ("train", "test"))}
-        if by_set["test_real"]:
-            tests["test_real"] = by_set["test_real"]
-        experiments.append((f"voices:{','.join(groups)}", [u for u in by_set["train"] if u not in held],
-                            [u for u in by_set["dev"] if u not in held], tests, []))
-    if not a.no_in_distribution:
-        experiments.append(("in_distribution", by_set["train"], by_set["dev"],
-                            {"test": by_set["test"], **({"test_real": by_set["test_real"]} if by_set["test_real"] else {})},
-                            []))
+    try:
+        todo = plan(info, families, groups, in_distribution=not a.no_in_distribution)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     rows, t0 = [], time.time()
-    for name, train, dev, tests, exclude in experiments:
+    for name, train, dev, tests, exclude in todo:
         train = [u for u in train if u in dumped]
         dev = [u for u in dev if u in dumped]
         tests = {k: [u for u in v if u in dumped] for k, v in tests.items()}
@@ -264,7 +276,7 @@ def main(argv=None) -> int:
             rows.append((name, tname, r["n"], r["Final"], r["PCC"], r["F1_macro"], r["IoU_macro"], d_pcc))
             print(f"{name} / {tname}: n={r['n']} Final {r['Final']:.4f} PCC {r['PCC']:.4f} "
                   f"F1 {r['F1_macro']:.4f} IoU {r['IoU_macro']:.4f} | DNSMOS OVRL PCC {d_pcc:.4f}", flush=True)
-        write_table(rows, a, argv, t0, done=len({r[0] for r in rows}), total=len(experiments))
+        write_table(rows, a, argv, t0, done=len({r[0] for r in rows}), total=len(todo))
     return 0
 
 
