@@ -182,8 +182,8 @@ def main():
     results = {}
     import functools
 
-    for name, cfg, builder in (("fastspeech_mini", "train_fastspeech_mini.yaml", fastspeech_step),
-                               ("fastspeech_r1", "train_fastspeech_mini.yaml",
+    for name, cfg, builder in (("fastspeech_mini", "tuning/train_fastspeech_mini.yaml", fastspeech_step),
+                               ("fastspeech_r1", "tuning/train_fastspeech_mini.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=1)),
                                ("world_r4_float32", "train_fastspeech_world_mini.yaml", fastspeech_step),
                                ("world_r4_bfloat16", "train_fastspeech_world_mini.yaml",
@@ -192,12 +192,12 @@ def main():
                                 functools.partial(fastspeech_step, reduction_factor=2)),
                                ("world_r2_bfloat16", "train_fastspeech_world_mini.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=2, precision="bfloat16")),
-                               ("fastspeech_postnet", "train_fastspeech_mini.yaml", fastspeech_postnet_step),
-                               ("logmel_nfft512", "train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=512)),
-                               ("logmel_nfft1024", "train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=1024)),
-                               ("tacotron2_mini", "train_tacotron2_mini.yaml", tacotron2_step),
-                               ("hifigan_small", "train_fastspeech_mini.yaml", hifigan_step),
-                               ("vits_mini", "train_vits_mini.yaml", vits_step)):
+                               ("fastspeech_postnet", "tuning/train_fastspeech_mini.yaml", fastspeech_postnet_step),
+                               ("logmel_nfft512", "tuning/train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=512)),
+                               ("logmel_nfft1024", "tuning/train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=1024)),
+                               ("tacotron2_mini", "tuning/train_tacotron2_mini.yaml", tacotron2_step),
+                               ("hifigan_small", "tuning/train_fastspeech_mini.yaml", hifigan_step),
+                               ("vits_mini", "tuning/train_vits_mini.yaml", vits_step)):
         if a.only and name not in a.only.split(","):
             continue
         with open(os.path.join(RECIPE, cfg)) as f:
