@@ -13,7 +13,7 @@ stops growing after the first files: compare the peak after 10 files with the
 peak after the last one (and after the hour-long file).
 
     python benchmarks/bench_sqa_stream.py --model egs/sqa/exp/sqa_default --num 20 --minutes 1
-    python benchmarks/bench_sqa_stream.py --model egs/sqa/exp/sqa_default --num 1000 --minutes 1   # the case
+    python benchmarks/bench_sqa_stream.py --model egs/sqa/exp/sqa_default --num 1000 --minutes 1   # 1,000 one-minute files
 
 Prints one JSON object: files, audio minutes, wall seconds, files/s, times
 real time, the peak RSS after 1, 10, 100, ... files and at the end, whether

@@ -214,7 +214,7 @@ class SQAModel(nn.Module):
         # Each use evaluates its own sigmoid: the same values as one shared node, but the
         # backward pass then adds the gradients in the order the documented default models
         # were trained with (one shared node rounds differently, and the trained weights
-        # drift: egs/sqa/RESULTS.md, "Reproducing the default bit for bit").
+        # drift: docs/experiments/sqa.md, "Reading the figures").
         def tracks():
             return score_fault_tracks(torch.sigmoid(frame_logits), self.cfg.score_faults)
 
