@@ -5,6 +5,8 @@ Modules, one job each:
 - ``common``    constants (fault names, 20 ms grid) and label rasterisation
 - ``audio``     robust audio loading (mono, 16 kHz) with clear errors
 - ``features``  log-mel fbank extraction, dumping to ark/scp, global stats
+- ``cues``      the pitch contour appended to the log-mel
+- ``breakdown`` per fault kind detection and score error of a simulated test set
 - ``embed``     utterance embeddings from outside the simulator (DNSMOS, Whisper encoder)
 - ``stream``    any-length audio file -> 16 kHz windows in flat memory (chorus-sqa)
 - ``dataset``   training/inference datasets and padding collate
