@@ -33,7 +33,7 @@ from pyutils.synth.worker import KIND_MODULES, render_item
 FORMAT_VERSION = 1
 #: arguments that change the corpus (``--nj``/``--cmd`` do not)
 IDENTITY = {
-    "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
+    "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "nvv_sounds"),
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
             "real_prompts"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="en, zh (hand-written grammars), or any language espeak-ng speaks and Unicode "
                                 "CLDR describes, e.g. de, fr, ru, hi, ja, yue (python -m pyutils.synth.langs check "
                                 "--lang xx tells)")
+            p.add_argument("--nvv-sounds", choices=["bank", "generated"], default="bank",
+                           help="bank: recorded clips (make -C tools nvv_bank; pyutils/synth/nvv_bank.py) for "
+                                "the tags the bank has, generated sounds for the others; generated: the "
+                                "procedural sounds only (the corpus before the bank)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
             p.add_argument("--real-train-copies", type=non_negative_int, default=None,
@@ -102,6 +106,10 @@ def identity(args) -> dict:
         from pyutils.corpora.packaged_speech import available
 
         ident["real_train_sources"] = [name for name, _, _ in available()]
+    if args.kind == "nvv" and args.nvv_sounds == "bank":   # another manifest, another corpus
+        from pyutils.synth.nvv_bank import manifest_digest
+
+        ident["nvv_bank"] = manifest_digest()
     return ident
 
 
@@ -284,6 +292,14 @@ def main(argv=None) -> int:
         except LanguageNotSupported as e:
             print(f"chorus-synth: error: {e}", file=sys.stderr)
             return 2
+        if args.nvv_sounds == "bank":
+            from pyutils.synth.nvv_bank import BankError, load_index
+
+            try:
+                load_index()
+            except BankError as e:
+                print(f"chorus-synth nvv: error: {e}", file=sys.stderr)
+                return 2
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         print(f"chorus-synth {args.kind}: error: --out {args.out}: exists and is not a folder", file=sys.stderr)
         return 2

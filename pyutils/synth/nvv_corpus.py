@@ -41,8 +41,13 @@ N_EVENTS_P = (0.15, 0.40, 0.30, 0.15)
 KIND_ID = 11
 
 
-def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
-    """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``)."""
+def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
+         nvv_sounds: str = "generated") -> List[dict]:
+    """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
+
+    ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
+    (recorded clips of the split where the bank has the tag, :mod:`pyutils.synth.nvv_bank`).
+    """
     from pyutils.synth.langs import require
 
     require(lang)     # LanguageNotSupported (says what to provide) before any work
@@ -82,7 +87,8 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
             v = vs[i % len(vs)] if split == "train" else vs[int(rng.integers(len(vs)))]
             items.append({"kind": "nvv", "utt_id": f"{v['id']}-{split}-{i:05d}", "split": split,
                           "lang": lang, "spk": v["id"], "voice": v, "sentence": sentence,
-                          "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx]})
+                          "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx],
+                          **({"nvv_sounds": "bank"} if nvv_sounds == "bank" else {})})
             gidx += 1
     return items
 
@@ -143,8 +149,13 @@ def render(item: dict, out_dir: str) -> dict:
             x = next(chunk_audio)
             speech_parts.append((len(audio), x))
         else:
-            x = synthesize(events[val]["tag"], rng, sr)
-            spans.append((val, pos, pos + len(x)))
+            if item.get("nvv_sounds") == "bank":
+                from pyutils.synth.nvv_bank import event_sound
+
+                x, prov = event_sound(events[val]["tag"], item["split"], rng, sr)
+            else:
+                x, prov = synthesize(events[val]["tag"], rng, sr), {"source": "generated"}
+            spans.append((val, pos, pos + len(x), prov))
         audio.append(x)
         pos += len(x)
         prev = kind
@@ -162,10 +173,10 @@ def render(item: dict, out_dir: str) -> dict:
     wav = os.path.abspath(f"{out_dir}/wav/{item['utt_id']}.wav")
     write_wav(wav, y, sr)
     evs = []
-    for val, a, b in spans:
+    for val, a, b, prov in spans:
         e = events[val]
         evs.append({"tag": e["tag"], "position": e["position"], "order": val,
-                    "start": round(a / sr, 5), "end": round(b / sr, 5)})
+                    "start": round(a / sr, 5), "end": round(b / sr, 5), **prov})
     return {"utt_id": item["utt_id"], "split": item["split"], "spk": item["spk"],
             "lang": lang, "text": tagged_text(units, events, lang),
             "dur": round(len(y) / sr, 4), "wav": wav, "events": evs}
@@ -192,7 +203,7 @@ def sizes_from_args(args) -> Dict[str, int]:
 
 def plan_from_args(args) -> List[dict]:
     p = sizes_from_args(args)
-    return plan(args.lang, p, p["voices"], args.seed)
+    return plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"))
 
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:
