@@ -691,6 +691,18 @@ def _(d):
     return Expect(py("pyutils.synth.nvv_bank", "install", "--out", d / "b", "--manifest", m), where=f"{m}:2")
 
 
+@case("synth-nvv-bank-weight-without-bank")
+def _(d):
+    return Expect(synth("nvv", "--preset", "ci", "--out", d / "c", "--nvv-sounds", "generated",
+                        "--nvv-bank-weight", "3"), text="--nvv-bank-weight")
+
+
+@case("synth-nvv-bank-weight-zero")
+def _(d):
+    return Expect(synth("nvv", "--preset", "ci", "--out", d / "c", "--nvv-bank-weight", "0"),
+                  text="--nvv-bank-weight")
+
+
 @case("audio-tagger-junk-audio")
 def _(d):
     f = write(d / "junk.wav", b"RIFF0000WAVEjunk")

@@ -3,7 +3,8 @@
 Plan (cheap, in the main process): disjoint sentence lists per split, a
 voice, and 0-3 events per utterance.  Tags are drawn from consecutive random
 permutations of the 16 challenge tags, so every tag is equally frequent
-(±1) in every split.  Events sit at word (en and other space-delimited
+(±1) in every split; with recorded sounds (``nvv_sounds="bank"``) and
+``bank_weight`` N, each permutation holds the tags the bank has N times.  Events sit at word (en and other space-delimited
 languages) / character (zh) boundaries, including the start and the end; two
 events may share a boundary. Other languages written without spaces (ja, yue,
 th, ...) count characters too but place events at phrase boundaries only
@@ -42,11 +43,14 @@ KIND_ID = 11
 
 
 def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
-         nvv_sounds: str = "generated") -> List[dict]:
+         nvv_sounds: str = "generated", bank_weight: int = 1) -> List[dict]:
     """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
 
     ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
     (recorded clips of the split where the bank has the tag, :mod:`pyutils.synth.nvv_bank`).
+    ``bank_weight`` N > 1 (bank only): each permutation holds the tags the bank has in the
+    split N times, the others once, so a share ``N b / (N b + 16 - b)`` of the events is
+    recorded for ``b`` bank tags (1: every tag equally frequent, as with generated sounds).
     """
     from pyutils.synth.langs import require
 
@@ -62,6 +66,12 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
         n = sizes[split]
         counts = rng.choice(len(N_EVENTS_P), size=n, p=N_EVENTS_P)
         bag: List[str] = []
+        deck = list(tags)
+        if nvv_sounds == "bank" and bank_weight > 1:
+            from pyutils.synth.nvv_bank import bank_tags
+
+            have = set(bank_tags(split))
+            deck += [t for t in tags if t in have] * (bank_weight - 1)
         for i in range(n):
             sentence = pools[split][i % len(pools[split])]
             units = words(sentence, lang)
@@ -69,7 +79,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
             evs = []
             for _ in range(int(counts[i])):
                 if not bag:
-                    bag = [tags[j] for j in rng.permutation(len(tags))]
+                    bag = [deck[j] for j in rng.permutation(len(deck))]
                 tag = bag.pop()
                 r = rng.random()
                 if r < 0.2:
@@ -203,7 +213,8 @@ def sizes_from_args(args) -> Dict[str, int]:
 
 def plan_from_args(args) -> List[dict]:
     p = sizes_from_args(args)
-    return plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"))
+    return plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),
+                getattr(args, "nvv_bank_weight", 1))
 
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:
