@@ -101,3 +101,14 @@ def test_corpus_events_carry_their_source(tmp_path):
             n[e["source"]] += 1
         json.dumps(meta)
     assert sum(n.values()) > 0
+
+
+def test_bank_weight_sets_the_recorded_share():
+    idx = _installed()
+    sizes = {"train": 400, "dev": 0, "test": 100}
+    for weight, lo, hi in ((1, 0.25, 0.38), (4, 0.58, 0.72)):
+        items = plan("en", sizes, 4, seed=1, nvv_sounds="bank", bank_weight=weight)
+        evs = [(e["tag"], it["split"]) for it in items for e in it["events"]]
+        share = sum(bool(idx.get(k)) for k in evs) / len(evs)
+        assert lo < share < hi, (weight, share)
+        assert {t for t, _ in evs} == set(challenge_tags())          # every tag still drawn
