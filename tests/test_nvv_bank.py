@@ -112,3 +112,22 @@ def test_bank_weight_sets_the_recorded_share():
         share = sum(bool(idx.get(k)) for k in evs) / len(evs)
         assert lo < share < hi, (weight, share)
         assert {t for t, _ in evs} == set(challenge_tags())          # every tag still drawn
+
+
+def test_missing_or_damaged_bank_stops_the_corpus_with_the_make_target(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    from pyutils.synth import cli
+
+    monkeypatch.setenv("CHORUS_NVV_BANK_DIR", str(tmp_path / "none"))
+    assert cli.main(["nvv", "--preset", "ci", "--out", str(tmp_path / "c")]) == 2
+    assert "make -C tools nvv_bank" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+    monkeypatch.delenv("CHORUS_NVV_BANK_DIR")
+    _installed()
+    bank = tmp_path / "bank"
+    shutil.copytree(nb.default_dir(), bank)
+    victim = sorted(bank.glob("*.wav"))[0]
+    victim.write_bytes(victim.read_bytes()[:-100])
+    with pytest.raises(nb.BankError, match=f"{victim.name}.*make -C tools nvv_bank"):
+        nb.load_index(str(bank))

@@ -220,7 +220,7 @@ def build_manifest(tagger=None) -> List[dict]:
         scores = tagger.interval_scores(x, SAMPLE_RATE)
         top = int(np.argmax(scores))
         _, agree = judge_scores(scores, tagger, c["tag"])
-        cls = max(tagger_classes(c["tag"]), key=lambda n: scores[tagger.index[n]])
+        cls = max(tagger_classes(c["tag"]), key=lambda n: scores[tagger.index[n]], default="")
         h = sha256_bytes(c["bytes"])
         clip_id = f"{c['talker'].replace(':', '-')}-{c['tag']}-{Path(c['path']).stem}".replace(" ", "_")
         status = "used"
@@ -346,10 +346,14 @@ def is_installed(d: Optional[Path] = None, manifest: Path = MANIFEST) -> bool:
 
 
 # ------------------------------------------------------------------ runtime
-@lru_cache(maxsize=4)
 def load_index(d: Optional[str] = None) -> Dict[Tuple[str, str], List[dict]]:
     """(tag, split) -> clips of the installed bank; BankError naming the make target if absent/stale."""
-    path = Path(d) if d else default_dir()
+    return _load_index(str(Path(d) if d else default_dir()))
+
+
+@lru_cache(maxsize=4)
+def _load_index(d: str) -> Dict[Tuple[str, str], List[dict]]:
+    path = Path(d)
     if not is_installed(path):
         raise BankError(f"the NVV sound bank in {path} is missing or was made from another "
                         f"conf/nvv_bank.tsv; run `{INSTALL_TARGET}` (or use --nvv-sounds generated)")
@@ -357,6 +361,13 @@ def load_index(d: Optional[str] = None) -> Dict[Tuple[str, str], List[dict]]:
     for line in (path / "index.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         row["wav"] = str(path / f"{row['clip_id']}.wav")
+        try:
+            ok = hashlib.sha256(Path(row["wav"]).read_bytes()).hexdigest() == row["wav_sha256"]
+        except OSError:
+            ok = False
+        if not ok:
+            raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
+                            f"rerun `{INSTALL_TARGET}`")
         out[(row["tag"], row["split"])].append(row)
     return dict(out)
 
