@@ -673,6 +673,42 @@ def _(d):
     return Expect(synth("sqa", "--preset", "ci", "--out", f), where=str(f))
 
 
+# ----------------------------------------------------------------- NVV sound bank, YAMNet
+_BANK_HEAD = ("clip_id\ttag\tsplit\ttalker\tgroup\tpackage\tversion\tlicence\tpath\tsha256\tseconds\t"
+              "yamnet_class\tyamnet_score\tyamnet_top\tstatus\n")
+
+
+@case("nvv-bank-manifest-short-row")
+def _(d):
+    m = write(d / "bank.tsv", "# comment\n" + _BANK_HEAD + "a\tlaugh\ttrain\n")
+    return Expect(py("pyutils.synth.nvv_bank", "install", "--out", d / "b", "--manifest", m), where=f"{m}:3")
+
+
+@case("nvv-bank-manifest-unknown-package")
+def _(d):
+    row = "\t".join(["a", "laugh", "train", "t", "g", "nope-data", "1", "GPL", "/x", "0" * 64, "1", "", "", "", "used"])
+    m = write(d / "bank.tsv", _BANK_HEAD + row + "\n")
+    return Expect(py("pyutils.synth.nvv_bank", "install", "--out", d / "b", "--manifest", m), where=f"{m}:2")
+
+
+@case("synth-nvv-bank-weight-without-bank")
+def _(d):
+    return Expect(synth("nvv", "--preset", "ci", "--out", d / "c", "--nvv-sounds", "generated",
+                        "--nvv-bank-weight", "3"), text="--nvv-bank-weight")
+
+
+@case("synth-nvv-bank-weight-zero")
+def _(d):
+    return Expect(synth("nvv", "--preset", "ci", "--out", d / "c", "--nvv-bank-weight", "0"),
+                  text="--nvv-bank-weight")
+
+
+@case("audio-tagger-junk-audio")
+def _(d):
+    f = write(d / "junk.wav", b"RIFF0000WAVEjunk")
+    return Expect(py("pyutils.audio_tagger", "tag", f), nonzero=True, where=str(f))
+
+
 # ----------------------------------------------------------------- chorus-sqa
 @case("sqa-model-missing")
 def _(d):

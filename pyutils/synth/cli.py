@@ -31,9 +31,12 @@ from pyutils.synth.io import read_jsonl, write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
 
 FORMAT_VERSION = 1
+#: --nvv-bank-weight of the bank corpus: >= 60 % of the events recorded (pyutils/synth/README.md)
+DEFAULT_BANK_WEIGHT = 4
 #: arguments that change the corpus (``--nj``/``--cmd`` do not)
 IDENTITY = {
-    "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices"),
+    "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "nvv_sounds",
+            "nvv_bank_weight"),
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
             "real_prompts"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
@@ -63,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
                            help="en, zh (hand-written grammars), or any language espeak-ng speaks and Unicode "
                                 "CLDR describes, e.g. de, fr, ru, hi, ja, yue (python -m pyutils.synth.langs check "
                                 "--lang xx tells)")
+            p.add_argument("--nvv-sounds", choices=["bank", "generated"], default="bank",
+                           help="bank: recorded clips (make -C tools nvv_bank; pyutils/synth/nvv_bank.py) for "
+                                "the tags the bank has, generated sounds for the others; generated: the "
+                                "procedural sounds only (the corpus before the bank)")
+            p.add_argument("--nvv-bank-weight", type=positive_int, default=None,
+                           help="with --nvv-sounds bank: draw the tags the bank has (5 of 16) N times as "
+                                "often as the others (default 4: 65%% of the events recorded; 1: all 16 tags equally "
+                                "often, 31%% recorded; pyutils/synth/README.md)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
             p.add_argument("--real-train-copies", type=non_negative_int, default=None,
@@ -102,6 +113,10 @@ def identity(args) -> dict:
         from pyutils.corpora.packaged_speech import available
 
         ident["real_train_sources"] = [name for name, _, _ in available()]
+    if args.kind == "nvv" and args.nvv_sounds == "bank":   # another manifest, another corpus
+        from pyutils.synth.nvv_bank import manifest_digest
+
+        ident["nvv_bank"] = manifest_digest()
     return ident
 
 
@@ -245,6 +260,8 @@ def _render_with_pool(items, out: Path, nj: int) -> List[dict]:
 
 def run(args) -> Path:
     out = Path(args.out).resolve()
+    if args.kind == "nvv" and getattr(args, "nvv_bank_weight", 1) is None:
+        args.nvv_bank_weight = DEFAULT_BANK_WEIGHT if args.nvv_sounds == "bank" else 1
     ident = identity(args)
     mod = importlib.import_module(KIND_MODULES[args.kind])
     t0 = time.time()
@@ -284,6 +301,17 @@ def main(argv=None) -> int:
         except LanguageNotSupported as e:
             print(f"chorus-synth: error: {e}", file=sys.stderr)
             return 2
+        if args.nvv_sounds == "generated" and args.nvv_bank_weight not in (None, 1):
+            print("chorus-synth nvv: error: --nvv-bank-weight needs --nvv-sounds bank", file=sys.stderr)
+            return 2
+        if args.nvv_sounds == "bank":
+            from pyutils.synth.nvv_bank import BankError, load_index
+
+            try:
+                load_index()
+            except BankError as e:
+                print(f"chorus-synth nvv: error: {e}", file=sys.stderr)
+                return 2
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         print(f"chorus-synth {args.kind}: error: --out {args.out}: exists and is not a folder", file=sys.stderr)
         return 2

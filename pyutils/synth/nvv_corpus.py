@@ -3,7 +3,8 @@
 Plan (cheap, in the main process): disjoint sentence lists per split, a
 voice, and 0-3 events per utterance.  Tags are drawn from consecutive random
 permutations of the 16 challenge tags, so every tag is equally frequent
-(±1) in every split.  Events sit at word (en and other space-delimited
+(±1) in every split; with recorded sounds (``nvv_sounds="bank"``) and
+``bank_weight`` N, each permutation holds the tags the bank has N times.  Events sit at word (en and other space-delimited
 languages) / character (zh) boundaries, including the start and the end; two
 events may share a boundary. Other languages written without spaces (ja, yue,
 th, ...) count characters too but place events at phrase boundaries only
@@ -41,8 +42,16 @@ N_EVENTS_P = (0.15, 0.40, 0.30, 0.15)
 KIND_ID = 11
 
 
-def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
-    """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``)."""
+def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
+         nvv_sounds: str = "generated", bank_weight: int = 1) -> List[dict]:
+    """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
+
+    ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
+    (recorded clips of the split where the bank has the tag, :mod:`pyutils.synth.nvv_bank`).
+    ``bank_weight`` N > 1 (bank only): each permutation holds the tags the bank has in the
+    split N times, the others once, so a share ``N b / (N b + 16 - b)`` of the events is
+    recorded for ``b`` bank tags (1: every tag equally frequent, as with generated sounds).
+    """
     from pyutils.synth.langs import require
 
     require(lang)     # LanguageNotSupported (says what to provide) before any work
@@ -57,6 +66,12 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
         n = sizes[split]
         counts = rng.choice(len(N_EVENTS_P), size=n, p=N_EVENTS_P)
         bag: List[str] = []
+        deck = list(tags)
+        if nvv_sounds == "bank" and bank_weight > 1:
+            from pyutils.synth.nvv_bank import bank_tags
+
+            have = set(bank_tags(split))
+            deck += [t for t in tags if t in have] * (bank_weight - 1)
         for i in range(n):
             sentence = pools[split][i % len(pools[split])]
             units = words(sentence, lang)
@@ -64,7 +79,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
             evs = []
             for _ in range(int(counts[i])):
                 if not bag:
-                    bag = [tags[j] for j in rng.permutation(len(tags))]
+                    bag = [deck[j] for j in rng.permutation(len(deck))]
                 tag = bag.pop()
                 r = rng.random()
                 if r < 0.2:
@@ -82,7 +97,8 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dic
             v = vs[i % len(vs)] if split == "train" else vs[int(rng.integers(len(vs)))]
             items.append({"kind": "nvv", "utt_id": f"{v['id']}-{split}-{i:05d}", "split": split,
                           "lang": lang, "spk": v["id"], "voice": v, "sentence": sentence,
-                          "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx]})
+                          "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx],
+                          **({"nvv_sounds": "bank"} if nvv_sounds == "bank" else {})})
             gidx += 1
     return items
 
@@ -143,8 +159,13 @@ def render(item: dict, out_dir: str) -> dict:
             x = next(chunk_audio)
             speech_parts.append((len(audio), x))
         else:
-            x = synthesize(events[val]["tag"], rng, sr)
-            spans.append((val, pos, pos + len(x)))
+            if item.get("nvv_sounds") == "bank":
+                from pyutils.synth.nvv_bank import event_sound
+
+                x, prov = event_sound(events[val]["tag"], item["split"], rng, sr)
+            else:
+                x, prov = synthesize(events[val]["tag"], rng, sr), {"source": "generated"}
+            spans.append((val, pos, pos + len(x), prov))
         audio.append(x)
         pos += len(x)
         prev = kind
@@ -162,10 +183,10 @@ def render(item: dict, out_dir: str) -> dict:
     wav = os.path.abspath(f"{out_dir}/wav/{item['utt_id']}.wav")
     write_wav(wav, y, sr)
     evs = []
-    for val, a, b in spans:
+    for val, a, b, prov in spans:
         e = events[val]
         evs.append({"tag": e["tag"], "position": e["position"], "order": val,
-                    "start": round(a / sr, 5), "end": round(b / sr, 5)})
+                    "start": round(a / sr, 5), "end": round(b / sr, 5), **prov})
     return {"utt_id": item["utt_id"], "split": item["split"], "spk": item["spk"],
             "lang": lang, "text": tagged_text(units, events, lang),
             "dur": round(len(y) / sr, 4), "wav": wav, "events": evs}
@@ -192,7 +213,8 @@ def sizes_from_args(args) -> Dict[str, int]:
 
 def plan_from_args(args) -> List[dict]:
     p = sizes_from_args(args)
-    return plan(args.lang, p, p["voices"], args.seed)
+    return plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),
+                getattr(args, "nvv_bank_weight", 1))
 
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:

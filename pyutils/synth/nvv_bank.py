@@ -1,0 +1,453 @@
+"""A bank of recorded nonverbal vocalisations (real human voices) for the NVV corpus.
+
+Sources (Debian packages, acted NVVs of game characters; licences in
+``pyutils/synth/README.md``): ``hedgewars-data`` voice packs (``Laugh``,
+``PoisonCough``, ``PoisonMoan``, ``Hmm``), ``openarena-081-players`` player
+sounds inside ``pak2-players.pk3`` (``gasp``: the gasp for air of a character
+surfacing), ``fillets-ng-data`` (the viking laughs ``viking2/en/dr-7-sm*``).
+
+``conf/nvv_bank.tsv`` is the manifest: every candidate clip with its tag, talker,
+talker group, split, source (package, version, licence, file), SHA-256 of the
+source bytes, YAMNet's agreement and a status (``used`` or ``rejected: why``). It is
+written by ``python -m pyutils.synth.nvv_bank manifest`` (needs the packages and
+YAMNet) and read by ``install`` (``make -C tools nvv_bank``), which checks every
+source file against its pinned SHA-256, decodes it to 16 kHz mono, trims silence
+(frames 40 dB under the peak) and writes ``tools/models/nvv_bank/<clip_id>.wav``
+plus ``index.jsonl``.
+
+Selection rules (``manifest``), in order:
+
+* effected packs are rejected by name: hedgewars ``Robot`` (vocoder) and ``Singer``
+  (sung), OpenArena ``skelebot`` (robot) and the creature voices ``gargoyle``,
+  ``liz`` and ``merman`` (pitch-shifted);
+* a clip whose bytes equal an earlier clip's is a duplicate;
+* a clip whose YAMNet top class is not a human sound (AudioSet class index >= 67:
+  animals, music, things) is rejected as non-human or effected (e.g. a laugh heard
+  as "Turkey"). The clip's *agreement* is the score of the best class of its tag
+  (:data:`pyutils.audio_tagger.TAG_CLASSES`), kept but never used to select.
+
+Splits are by talker group, so no recording and no talker is on two sides: packs
+or voices that share any identical file (e.g. hedgewars ``Default_pl`` and
+``Russian_pl``) form one group; groups are ordered by a hash of their name and,
+for every tag with >= 3 groups, the first unassigned group holding it (and leaving every
+tag it holds another unassigned group, for train) goes to
+``test`` and the next to ``dev`` (fewest groups first); the rest is ``train``.
+
+Use in the corpus (:func:`event_sound`): an event of a tag the bank has in the
+utterance's split is a clip drawn uniformly from that split, peak-normalised like
+the generated sounds (``nvv_sounds.PEAK_DB`` +-4 dB) and, in train only, resampled
+by a random speed factor in [0.92, 1.08] (pitch and tempo together); any other tag
+keeps the generated sound (``source: generated``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from pyutils.synth import SAMPLE_RATE
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFEST = REPO / "conf" / "nvv_bank.tsv"
+INSTALL_TARGET = "make -C tools nvv_bank"
+COLUMNS = ("clip_id", "tag", "split", "talker", "group", "package", "version", "licence", "path",
+           "sha256", "seconds", "yamnet_class", "yamnet_score", "yamnet_top", "status")
+
+HW_ROOT = "/usr/share/games/hedgewars/Data/Sounds/voices"
+OA_PK3 = "/usr/share/games/openarena/baseoa/pak2-players.pk3"
+FI_ROOT = "/usr/share/games/fillets-ng/sound"
+PACKAGES = {
+    "hedgewars-data": {"version": "1.0.2-6", "licence": "GFDL-1.3", "probe": HW_ROOT},
+    "openarena-081-players": {"version": "0.8.5split-14", "licence": "GPL-2+", "probe": OA_PK3},
+    "fillets-ng-data": {"version": "1.0.1-1.1", "licence": "GPL-2+", "probe": FI_ROOT},
+}
+HW_TAGS = {"Laugh.ogg": "laugh", "PoisonCough.ogg": "cough", "PoisonMoan.ogg": "moan", "Hmm.ogg": "hum"}
+EFFECTED = {"hedgewars-data": {"Robot": "vocoded voice pack", "Singer": "sung voice pack"},
+            "openarena-081-players": {"skelebot": "robot voice", "gargoyle": "creature voice",
+                                      "liz": "creature voice", "merman": "creature voice"}}
+FIRST_NON_HUMAN_CLASS = 67          # YAMNet/AudioSet order: 0-66 human sounds, then animals, music, things
+
+
+class BankError(RuntimeError):
+    """Missing package, changed file or missing bank; the message names the package and make target."""
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("CHORUS_NVV_BANK_DIR") or REPO / "tools" / "models" / "nvv_bank")
+
+
+def sha256_bytes(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+# ------------------------------------------------------------------ sources
+def read_source(package: str, path: str) -> bytes:
+    """Bytes of a manifest ``path`` (``archive.pk3:member`` for a file inside a zip)."""
+    probe = PACKAGES[package]["probe"]
+    if not os.path.exists(probe):
+        raise BankError(f"Debian package {package} is not installed ({probe} is missing); "
+                        f"run `{INSTALL_TARGET}` as root (or apt-get install {package})")
+    if ".pk3:" in path:
+        archive, member = path.split(":", 1)
+        try:
+            with zipfile.ZipFile(archive) as z:
+                return z.read(member)
+        except (KeyError, zipfile.BadZipFile) as e:
+            raise BankError(f"{archive} ({package}): cannot read {member}: {e}; "
+                            f"reinstall {package} and rerun `{INSTALL_TARGET}`") from e
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise BankError(f"{path} ({package}): {e.strerror}; reinstall {package} and rerun "
+                        f"`{INSTALL_TARGET}`") from e
+
+
+def decode(b: bytes, sr_out: int = SAMPLE_RATE) -> np.ndarray:
+    """Mono float32 at ``sr_out`` from WAV/OGG bytes (libsndfile)."""
+    import soundfile as sf
+    from math import gcd
+
+    from scipy.signal import resample_poly
+
+    x, sr = sf.read(io.BytesIO(b), dtype="float32", always_2d=True)
+    x = x.mean(axis=1)
+    if sr != sr_out:
+        g = gcd(int(sr), sr_out)
+        x = resample_poly(x, sr_out // g, int(sr) // g)
+    return np.asarray(x, dtype=np.float32)
+
+
+def candidates() -> Iterator[dict]:
+    """Every candidate clip of the installed packages: tag, talker, package, path, bytes."""
+    for pack in sorted(os.listdir(HW_ROOT)):
+        for name, tag in HW_TAGS.items():
+            p = Path(HW_ROOT) / pack / name
+            if p.is_file():
+                yield {"tag": tag, "talker": f"hedgewars:{pack}", "package": "hedgewars-data",
+                       "path": str(p), "pack_key": pack, "bytes": p.read_bytes()}
+    with zipfile.ZipFile(OA_PK3) as z:
+        for member in sorted(z.namelist()):
+            parts = member.split("/")
+            if len(parts) == 4 and parts[:2] == ["sound", "player"] and parts[3].lower() == "gasp.wav":
+                yield {"tag": "gasp", "talker": f"openarena:{parts[2]}", "package": "openarena-081-players",
+                       "path": f"{OA_PK3}:{member}", "pack_key": parts[2], "bytes": z.read(member)}
+    for i in range(1, 9):
+        p = Path(FI_ROOT) / "viking2" / "en" / f"dr-7-sm{i}.ogg"
+        if p.is_file():
+            yield {"tag": "laugh", "talker": "fillets-ng:viking2", "package": "fillets-ng-data",
+                   "path": str(p), "pack_key": "viking2", "bytes": p.read_bytes()}
+
+
+def _pack_files(package: str, key: str) -> Dict[str, bytes]:
+    if package == "hedgewars-data":
+        d = Path(HW_ROOT) / key
+        return {p.name: p.read_bytes() for p in sorted(d.glob("*.ogg"))}
+    if package == "openarena-081-players":
+        with zipfile.ZipFile(OA_PK3) as z:
+            pre = f"sound/player/{key}/"
+            return {m[len(pre):]: z.read(m) for m in z.namelist() if m.startswith(pre) and m.endswith(".wav")}
+    return {}
+
+
+def talker_groups(talkers: List[Tuple[str, str, str]]) -> Dict[str, str]:
+    """talker -> group: talkers whose packs share any identical file are one group (union-find)."""
+    parent = {t: t for t, _, _ in talkers}
+
+    def find(t):
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    owner: Dict[str, str] = {}
+    for talker, package, key in talkers:
+        for data in _pack_files(package, key).values():
+            h = sha256_bytes(data)
+            if h in owner:
+                a, b = find(owner[h]), find(talker)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+            else:
+                owner[h] = talker
+    return {t: find(t) for t in parent}
+
+
+def assign_splits(group_tags: Dict[str, set]) -> Dict[str, str]:
+    """group -> split (module docstring: test and dev get one group of every tag with >= 3 groups)."""
+    order = sorted(group_tags, key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    split: Dict[str, str] = {}
+    tags = sorted({t for ts in group_tags.values() for t in ts},
+                  key=lambda t: (sum(t in ts for ts in group_tags.values()), t))
+    for target in ("test", "dev"):
+        for tag in tags:
+            holders = [g for g in order if tag in group_tags[g]]
+            if len(holders) < 3 or any(split.get(g) == target for g in holders):
+                continue
+            # a group may go only if every tag it holds keeps an unassigned group (for train)
+            free = [g for g in holders if g not in split and all(
+                any(h != g and h not in split and u in group_tags[h] for h in order) for u in group_tags[g])]
+            if free:
+                split[free[0]] = target
+    return {g: split.get(g, "train") for g in order}
+
+
+def build_manifest(tagger=None) -> List[dict]:
+    """Rows of ``conf/nvv_bank.tsv`` from the installed packages (see the module docstring)."""
+    from pyutils.audio_tagger import YamNet, judge_scores
+
+    tagger = tagger or YamNet.load()
+    rows, seen = [], {}
+    cands = list(candidates())
+    groups = talker_groups(sorted({(c["talker"], c["package"], c["pack_key"]) for c in cands}))
+    for c in cands:
+        pkg = PACKAGES[c["package"]]
+        x = decode(c["bytes"])
+        scores = tagger.interval_scores(x, SAMPLE_RATE)
+        top = int(np.argmax(scores))
+        _, agree = judge_scores(scores, tagger, c["tag"])
+        cls = max(tagger_classes(c["tag"]), key=lambda n: scores[tagger.index[n]], default="")
+        h = sha256_bytes(c["bytes"])
+        clip_id = f"{c['talker'].replace(':', '-')}-{c['tag']}-{Path(c['path']).stem}".replace(" ", "_")
+        status = "used"
+        effect = EFFECTED.get(c["package"], {}).get(c["pack_key"])
+        if effect:
+            status = f"rejected: {effect}"
+        elif h in seen:
+            status = f"rejected: duplicate of {seen[h]}"
+        elif top >= FIRST_NON_HUMAN_CLASS:
+            status = f"rejected: YAMNet hears a non-human sound ({tagger.classes[top]})"
+        seen.setdefault(h, clip_id)
+        rows.append({"clip_id": clip_id, "tag": c["tag"], "split": "", "talker": c["talker"],
+                     "group": groups[c["talker"]], "package": c["package"], "version": pkg["version"],
+                     "licence": pkg["licence"], "path": c["path"], "sha256": h,
+                     "seconds": f"{len(x) / SAMPLE_RATE:.3f}", "yamnet_class": cls,
+                     "yamnet_score": f"{agree:.3f}" if agree is not None else "",
+                     "yamnet_top": "; ".join(f"{n} {s:.3f}" for n, s in tagger.top(scores, 3)),
+                     "status": status})
+    used = [r for r in rows if r["status"] == "used"]
+    group_tags: Dict[str, set] = defaultdict(set)
+    for r in used:
+        group_tags[r["group"]].add(r["tag"])
+    splits = assign_splits(group_tags)
+    for r in rows:
+        r["split"] = splits.get(r["group"], "") if r["status"] == "used" else ""
+    return rows
+
+
+def tagger_classes(tag: str):
+    from pyutils.audio_tagger import TAG_CLASSES
+
+    return TAG_CLASSES.get(tag, ())
+
+
+def write_manifest(rows: List[dict], path: Path = MANIFEST) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        f.write("# Recorded NVV clips: written by `python -m pyutils.synth.nvv_bank manifest`, read by "
+                f"`{INSTALL_TARGET}`; pyutils/synth/nvv_bank.py says how rows are chosen.\n")
+        w = csv.DictWriter(f, COLUMNS, delimiter="\t", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def read_manifest(path: Path = MANIFEST) -> List[dict]:
+    """Rows of the manifest; a malformed row raises ValueError naming the file and line."""
+    with open(path, encoding="utf-8", newline="") as f:
+        lines = [(i, ln) for i, ln in enumerate(f, 1) if not ln.startswith("#")]
+    reader = csv.DictReader([ln for _, ln in lines], delimiter="\t")
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise ValueError(f"{path}: header {reader.fieldnames} is not {list(COLUMNS)}")
+    rows = []
+    for (lineno, _), row in zip(lines[1:], reader):
+        if None in row or any(row[c] is None for c in COLUMNS) or row["package"] not in PACKAGES:
+            raise ValueError(f"{path}:{lineno}: malformed row (columns or unknown package)")
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ install
+def manifest_digest(path: Path = MANIFEST) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def install(out: Path, manifest: Path = MANIFEST) -> int:
+    """Check, decode and write every used clip (temp dir, then rename). Returns the clip count."""
+    from pyutils.synth.audio import trim_silence, write_wav
+
+    rows = [r for r in read_manifest(manifest) if r["status"] == "used"]
+    for package in sorted({r["package"] for r in rows}):
+        _check_version(package)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        index = []
+        for r in rows:
+            b = read_source(r["package"], r["path"])
+            got = sha256_bytes(b)
+            if got != r["sha256"]:
+                raise BankError(f"{r['path']} (Debian package {r['package']}): SHA-256 {got} differs from "
+                                f"the pinned {r['sha256']} in {manifest}; install {r['package']}="
+                                f"{r['version']} and rerun `{INSTALL_TARGET}`")
+            x = trim_silence(decode(b), SAMPLE_RATE, thresh_db=-40.0)
+            wav = tmp / f"{r['clip_id']}.wav"
+            write_wav(wav, x, SAMPLE_RATE)
+            index.append({"clip_id": r["clip_id"], "tag": r["tag"], "split": r["split"],
+                          "talker": r["talker"], "package": r["package"], "version": r["version"],
+                          "licence": r["licence"], "path": r["path"], "sha256": r["sha256"],
+                          "wav_sha256": hashlib.sha256(wav.read_bytes()).hexdigest(),
+                          "yamnet_score": r["yamnet_score"]})
+        (tmp / "index.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in index))
+        (tmp / "MANIFEST_DIGEST").write_text(manifest_digest(manifest) + "\n")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return len(index)
+
+
+def _check_version(package: str) -> None:
+    """The installed package's version is the pinned one (dpkg-query; skipped where absent)."""
+    probe = PACKAGES[package]["probe"]
+    if not os.path.exists(probe):
+        raise BankError(f"Debian package {package} is not installed ({probe} is missing); "
+                        f"run `{INSTALL_TARGET}` as root (or apt-get install {package})")
+    if shutil.which("dpkg-query") is None:
+        return
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
+    want = PACKAGES[package]["version"]
+    if r.returncode == 0 and r.stdout.strip() and r.stdout.strip() != want:
+        print(f"nvv_bank: note: {package} {r.stdout.strip()} is installed, the manifest was made with {want}; "
+              f"the SHA-256 of every clip decides", file=sys.stderr)
+
+
+def is_installed(d: Optional[Path] = None, manifest: Path = MANIFEST) -> bool:
+    d = d or default_dir()
+    f = d / "MANIFEST_DIGEST"
+    return f.is_file() and f.read_text().strip() == manifest_digest(manifest) and (d / "index.jsonl").is_file()
+
+
+# ------------------------------------------------------------------ runtime
+def load_index(d: Optional[str] = None) -> Dict[Tuple[str, str], List[dict]]:
+    """(tag, split) -> clips of the installed bank; BankError naming the make target if absent/stale."""
+    return _load_index(str(Path(d) if d else default_dir()))
+
+
+@lru_cache(maxsize=4)
+def _load_index(d: str) -> Dict[Tuple[str, str], List[dict]]:
+    path = Path(d)
+    if not is_installed(path):
+        raise BankError(f"the NVV sound bank in {path} is missing or was made from another "
+                        f"conf/nvv_bank.tsv; run `{INSTALL_TARGET}` (or use --nvv-sounds generated)")
+    out: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
+    for line in (path / "index.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        row["wav"] = str(path / f"{row['clip_id']}.wav")
+        try:
+            ok = hashlib.sha256(Path(row["wav"]).read_bytes()).hexdigest() == row["wav_sha256"]
+        except OSError:
+            ok = False
+        if not ok:
+            raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
+                            f"rerun `{INSTALL_TARGET}`")
+        out[(row["tag"], row["split"])].append(row)
+    return dict(out)
+
+
+@lru_cache(maxsize=512)
+def _clip_audio(wav: str) -> np.ndarray:
+    from pyutils.synth.audio import read_wav
+
+    x, sr = read_wav(wav)
+    if sr != SAMPLE_RATE:
+        raise BankError(f"{wav}: {sr} Hz, expected {SAMPLE_RATE}; rerun `{INSTALL_TARGET}`")
+    return x
+
+
+def event_sound(tag: str, split: str, rng: np.random.Generator, sr: int = SAMPLE_RATE,
+                bank_dir: Optional[str] = None) -> Tuple[np.ndarray, dict]:
+    """Audio of one event and its provenance (``source: recorded|generated``).
+
+    A recorded clip of ``tag`` from ``split`` when the bank has one, else the generated
+    sound of :func:`pyutils.synth.nvv_sounds.synthesize`.
+    """
+    from pyutils.synth.nvv_sounds import PEAK_DB, synthesize
+
+    clips = load_index(bank_dir).get((tag, split), [])
+    if not clips:
+        return synthesize(tag, rng, sr), {"source": "generated"}
+    clip = clips[int(rng.integers(len(clips)))]
+    x = _clip_audio(clip["wav"]).astype(np.float64)
+    if split == "train":
+        from scipy.signal import resample
+
+        factor = rng.uniform(0.92, 1.08)
+        x = resample(x, max(16, int(round(len(x) / factor))))
+    x = x - x.mean()
+    gain = 10 ** ((PEAK_DB[tag] + rng.uniform(-4, 4)) / 20) / (np.abs(x).max() + 1e-12)
+    y = (x * gain).astype(np.float32)
+    n = min(int(0.005 * sr), len(y) // 2)
+    if n > 0:
+        w = np.linspace(0, 1, n, dtype=np.float32)
+        y[:n] *= w
+        y[-n:] *= w[::-1]
+    prov = {"source": "recorded", "clip": clip["clip_id"], "talker": clip["talker"],
+            "package": clip["package"], "version": clip["version"], "licence": clip["licence"],
+            "file": clip["path"]}
+    return y, prov
+
+
+def bank_tags(split: str = "test", bank_dir: Optional[str] = None) -> List[str]:
+    return sorted({t for (t, s) in load_index(bank_dir) if s == split})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Recorded NVV sound bank: write the manifest, install, list")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("manifest", help="scan the Debian packages and write conf/nvv_bank.tsv (needs YAMNet)")
+    m.add_argument("--out", default=str(MANIFEST))
+    i = sub.add_parser("install", help=f"check + decode the clips of the manifest ({INSTALL_TARGET})")
+    i.add_argument("--out", default=str(default_dir()))
+    i.add_argument("--manifest", default=str(MANIFEST))
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "manifest":
+            rows = build_manifest()
+            write_manifest(rows, Path(a.out))
+            print(f"nvv_bank: {sum(r['status'] == 'used' for r in rows)} of {len(rows)} clips used -> {a.out}")
+            return 0
+        out, man = Path(a.out), Path(a.manifest)
+        if is_installed(out, man):
+            print(f"[tools] NVV sound bank ok in {out}")
+            return 0
+        n = install(out, man)
+        print(f"[tools] NVV sound bank: {n} recorded clips in {out}")
+        return 0
+    except ValueError as e:                    # a malformed manifest: file:line in the message
+        print(f"nvv_bank: error: {e}", file=sys.stderr)
+        return 2
+    except (BankError, OSError) as e:
+        print(f"nvv_bank: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
