@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from pyutils.scoring.sqa import score_sqa  # noqa: E402
-from pyutils.sqa.common import read_jsonl  # noqa: E402
+from pyutils.io import read_jsonl  # noqa: E402
 from pyutils.sqa.postproc import GRID, QUICK_GRID, load_outputs, rows_from_outputs, tune, tune_region  # noqa: E402
 
 

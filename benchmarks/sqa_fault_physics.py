@@ -30,7 +30,7 @@ import soundfile as sf
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from pyutils.sqa.common import read_jsonl  # noqa: E402
+from pyutils.io import read_jsonl  # noqa: E402
 
 FRAME_S = 0.02
 LAG_FRAMES = 5          # 100 ms

@@ -30,7 +30,7 @@ import numpy as np
 
 from pyutils.sqa.audio import AudioError, load_audio
 from pyutils.sqa.breakdown import load_utt2spk
-from pyutils.sqa.common import read_jsonl, read_scp
+from pyutils.io import read_jsonl, read_scp
 from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.audio import active_rms, frame_power
 

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pyutils.sqa.common import read_jsonl, write_jsonl  # noqa: E402
+from pyutils.io import read_jsonl, write_jsonl  # noqa: E402
 from pyutils.synth.faults import merge_audible_events, quality_score  # noqa: E402
 
 

@@ -43,7 +43,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from pyutils.sqa.common import FAULTS, frames_to_intervals, read_jsonl, write_text_atomic  # noqa: E402
+from pyutils.sqa.common import FAULTS, frames_to_intervals  # noqa: E402
+from pyutils.io import atomic_write_text as write_text_atomic, read_jsonl  # noqa: E402
 from pyutils.sqa.postproc import decide_regions, fault_mask, load_outputs  # noqa: E402
 
 CLASSES = ("noise", "distortion")   # the two classes an unseen family is split between

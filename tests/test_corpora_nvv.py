@@ -181,7 +181,7 @@ def test_malformed_json_line_is_named(tmp_path):
     lines = (root / "train.jsonl").read_text(encoding="utf-8").splitlines()
     lines[1] = lines[1][:-5]  # cut the closing of line 2
     (root / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(PrepError, match=r"train\.jsonl:2: malformed JSON"):
+    with pytest.raises(PrepError, match=r"train\.jsonl:2: invalid JSON"):
         emilia_nv.prepare(root, opts(tmp_path / "out"))
 
 

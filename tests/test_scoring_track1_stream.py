@@ -265,7 +265,7 @@ def _lines_one_by_one(path, bom):
 
 
 def test_block_reader_equals_line_by_line_reading(tmp_path):
-    from pyutils.scoring.io import iter_lines
+    from pyutils.io import iter_lines
     rng = random.Random(5)
     pieces = [b"a", b"\n", b"\r", b"\r\n", "\u00e9".encode(), "\u4f60".encode(), b" ", b"\xff", b"\xef\xbb\xbf"]
     path = tmp_path / "f.txt"

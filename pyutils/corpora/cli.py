@@ -17,7 +17,9 @@ from typing import List, Optional
 
 from pyutils.cli_types import non_negative_float, positive_int
 
-from .common import PrepError, atomic_write_text
+from pyutils.io import atomic_write_text
+
+from .common import PrepError
 from .prep import Options
 
 CORPORA = ("track1_test", "nvbench", "emilia_nv", "nonverbaltts", "mnv17", "smiip_nv",

@@ -30,8 +30,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from .common import (DataDir, PrepError, atomic_write_text, info, probe_many, read_table, warn,
-                     wav_scp_entry, write_jsonl)
+from pyutils.io import atomic_write_text, write_jsonl
+
+from .common import (DataDir, PrepError, info, probe_many, read_table, warn,
+                     wav_scp_entry)
 from .prep import Options, clean_id, print_report
 from .qualispeech_text import parse_fault, resolve
 

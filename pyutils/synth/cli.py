@@ -27,7 +27,8 @@ from typing import List
 
 from pyutils.cli_types import non_negative_int, positive_int
 from pyutils.jobs import resolve_cmd
-from pyutils.synth.io import read_jsonl, write_text
+from pyutils.io import read_jsonl
+from pyutils.synth.io import write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
 
 FORMAT_VERSION = 1

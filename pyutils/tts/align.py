@@ -48,7 +48,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.datadir.io import atomic_write, read_kv, read_wav_scp_entry
+from pyutils.datadir.io import read_kv, read_wav_scp_entry
+from pyutils.io import atomic_write
 from pyutils.tts.frontend import tag_part_of
 
 PAUSE_TOKENS = frozenset({"|", ",", ".", "?", "!"})
