@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
@@ -182,6 +183,9 @@ def iter_jsonl(path, *, allow_empty: bool = True, bom: str = "strip") -> Iterato
                                  path, line_no) from None
             except RecursionError:
                 raise InputError("INVALID_JSON", "invalid JSON: nested too deeply", path, line_no) from None
+            except ValueError:  # an integer past Python's limit on digits (int('9' * 5000) raises)
+                raise InputError("INVALID_JSON", f"invalid JSON: a number of more than "
+                                 f"{sys.get_int_max_str_digits()} digits", path, line_no) from None
         if type(value) is not dict:
             raise InputError("INVALID_JSONL_RECORD", f"each line must be a JSON object, got {type(value).__name__}",
                              path, line_no)

@@ -152,7 +152,7 @@ def case(name, *tags):
 def _t1(d, hyp_bytes, line, text=None, ref_rows=T1_REF):
     ref = jsonl(d / "ref.jsonl", ref_rows)
     hyp = write(d / "hyp.jsonl", hyp_bytes)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{hyp}:{line}" if line else str(hyp), text=text)
 
 
@@ -180,7 +180,7 @@ def _(d):
 @case("score-track1-hyp-missing-file")
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "nope.jsonl", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "nope.jsonl", "--output-json", d / "o.json"),
                   where=str(d / "nope.jsonl"))
 
 
@@ -188,7 +188,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     (d / "hyp").mkdir()
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "hyp", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "hyp", "--output-json", d / "o.json"),
                   where=str(d / "hyp"))
 
 
@@ -196,7 +196,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", [T1_REF[0], dict(T1_REF[1], language="fr")])
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{ref}:2", text="INVALID_LANGUAGE")
 
 
@@ -205,8 +205,23 @@ def _(d):
     ref = write(d / "ref.jsonl", _lines(T1_REF, 2, b'{"utt_id": "u2", "language": "en", "text_with_nvvs": "'
                                         + LATIN1 + b'"}'))
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{ref}:2", text="INVALID_ENCODING")
+
+
+@case("score-track1-ref-one-language")
+def _(d):
+    # the official evaluator refuses a reference without both languages; so does chorus-score by default
+    ref = jsonl(d / "ref.jsonl", T1_REF)
+    hyp = jsonl(d / "hyp.jsonl", T1_HYP)
+    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+                  where=str(ref), text="REFERENCE_LANGUAGE_COVERAGE_ERROR")
+
+
+for _name, _digits in [("hundreds", 600), ("thousands", 5000)]:
+    CASES.append(Case(f"score-track1-hyp-utt_id-int-{_name}-of-digits",
+                      (lambda k: lambda d: _t1(d, _lines(T1_HYP, 2, b'{"utt_id": ' + b"9" * k
+                                                          + b', "text_with_nvvs": "good morning"}'), 2))(_digits)))
 
 
 @case("score-track1-output-unwritable")
@@ -214,7 +229,7 @@ def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
     out = d / "ref.jsonl" / "o.json"   # under a file
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", out), where=str(out))
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", out), where=str(out))
 
 
 @case("score-track1-report-unwritable")
@@ -222,7 +237,7 @@ def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
     out = d / "ref.jsonl" / "r.txt"
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json",
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json",
                         "--per-utt-report", out), where=str(out))
 
 
@@ -1045,7 +1060,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     os.mkfifo(d / "hyp.fifo")
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "hyp.fifo", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "hyp.fifo", "--output-json", d / "o.json"),
                   where=str(d / "hyp.fifo"), timeout=30)
 
 

@@ -97,6 +97,8 @@ def score_asr(refs: Dict[str, str], hyps: Dict[str, str], lang: str, out_dir: st
     for scorer in ("nvbench", "track1"):
         js = os.path.join(out_dir, f"{scorer}_{name}.json")
         cmd = ["chorus-score", scorer, "--ref", ref_path, "--hyp", hyp_path, "--output-json", js]
+        if scorer == "track1":
+            cmd.append("--single-language")  # one language a run (the bilingual score needs both)
         r = subprocess.run(cmd, capture_output=True, text=True)
         print(r.stdout + r.stderr, file=sys.stderr)
         if r.returncode != 0:
