@@ -872,6 +872,49 @@ def _(d):
     return Expect(util("copy_data_dir.sh", d / "nope", d / "out"), where=str(d / "nope"), nonzero=True)
 
 
+def _dest_cases():
+    """Each data-dir writer with the destination equal to the source (also through a symlink) or an existing file."""
+    calls = {"subset_data_dir": lambda src, dest: ("subset_data_dir.sh", "--first", "1", src, dest),
+             "combine_data": lambda src, dest: ("combine_data.sh", dest, src),
+             "copy_data_dir": lambda src, dest: ("copy_data_dir.sh", src, dest)}
+    for tool, argv in calls.items():
+        def same(d, argv=argv):
+            dd = datadir_files(d / "data")
+            (d / "link").symlink_to(dd)
+            return Expect(util(*argv(dd, d / "link")), where=str(d / "link"), text="is the source", nonzero=True)
+
+        def onto_file(d, argv=argv):
+            dd = datadir_files(d / "data")
+            f = write(d / "notes.txt", "keep me\n")
+            return Expect(util(*argv(dd, f)), where=str(f), text="existing file", nonzero=True)
+        CASES.append(Case(f"utils-{tool}-dest-is-source", same))
+        CASES.append(Case(f"utils-{tool}-dest-is-file", onto_file))
+
+
+_dest_cases()
+
+
+@case("utils-subset_data_dir-zero")
+def _(d):
+    dd = datadir_files(d / "data")
+    return Expect(util("subset_data_dir.sh", dd, "0", d / "sub"), text=">= 1", nonzero=True)
+
+
+@case("utils-subset_data_dir-more-than-the-set")
+def _(d):
+    dd = datadir_files(d / "data", n=2)
+    return Expect(util("subset_data_dir.sh", "--first", dd, "3", d / "sub"), where=str(dd), text="has only 2",
+                  nonzero=True)
+
+
+@case("utils-subset_data_dir-list-selects-nothing")
+def _(d):
+    dd = datadir_files(d / "data")
+    lst = write(d / "ids", "nobody\n")
+    return Expect(util("subset_data_dir.sh", "--utt-list", lst, dd, d / "sub"), where=str(lst),
+                  text="selects no utterance", nonzero=True)
+
+
 @case("utils-get_utt2dur-missing")
 def _(d):
     return Expect(util("get_utt2dur.sh", d / "nope"), where=str(d / "nope"), nonzero=True)
