@@ -490,9 +490,26 @@ for _name, _content, _file, _line, _text in [
         ("csv-nonutf8", b"audio,text\na.wav,hi\nb.wav," + LATIN1 + b"\n", "m.csv", 3, "not UTF-8"),
         ("csv-unclosed-quote", b'audio,text\na.wav,"hi\nb.wav,yo\n', "m.csv", None, None),
         ("csv-no-text-column", b"audio,words\na.wav,hi\n", "m.csv", 2, None),
-        ("json-not-a-list", b'"just a string"', "m.json", None, None)]:
+        ("json-not-a-list", b'"just a string"', "m.json", None, None),
+        ("jsonl-language-unknown", b'{"audio": "a.wav", "text": "hi"}\n{"audio": "b.wav", "text": "yo", '
+         b'"language": "xx"}\n', "m.jsonl", 2, "names no language"),
+        ("jsonl-language-not-a-code", b'{"audio": "a.wav", "text": "hi", "language": "Englsh"}\n', "m.jsonl", 1,
+         "not a language code"),
+        ("jsonl-utt-id-slash", b'{"audio": "a.wav", "text": "hi", "utt_id": "spk1/u1"}\n', "m.jsonl", 1,
+         "path separator"),
+        ("jsonl-speaker-slash", b'{"audio": "a.wav", "text": "hi", "speaker": "../s"}\n', "m.jsonl", 1,
+         "path separator"),
+        ("txt-three-columns", b"a.wav\thi\nb.wav\tyo\textra\n", "m.txt", 2, "got 3"),
+        ("tsv-headerless-one-column", b"a.wav\thi\nb.wav\n", "m.tsv", 2, "got 1")]:
     CASES.append(Case(f"prep-generic-{_name}",
                       (lambda c, f, l, t: lambda d: _generic(d, c, f, l, t))(_content, _file, _line, _text)))
+
+
+@case("prep-generic-lang-option-unknown")
+def _(d):
+    wav(d / "a.wav")
+    man = jsonl(d / "m.jsonl", [{"audio": "a.wav", "text": "hi"}])
+    return Expect(prep("generic", "--src", man, "--out", d / "out", "--lang", "qq"), text="--lang 'qq'")
 
 
 @case("prep-generic-language-fr-not-in-track1-ref", "success")

@@ -234,9 +234,10 @@ def read_pairs(path: os.PathLike) -> Iterator[Row]:
             line = line.rstrip("\r\n")
             if not line.strip():
                 continue
-            if "\t" not in line:
-                raise PrepError("expected '<audio><TAB><text>'", path, lineno)
-            audio, text = line.split("\t", 1)
+            cells = line.split("\t")
+            if len(cells) != 2:
+                raise PrepError(f"expected 2 columns '<audio><TAB><text>', got {len(cells)}", path, lineno)
+            audio, text = cells
             yield Row({"audio": audio.strip(), "text": text}, path, lineno)
 
 
