@@ -699,6 +699,13 @@ def _(d):
     return Expect(synth("nvv", "--preset", "ci", "--lang", "xx-nope", "--out", d / "c"), text="xx-nope")
 
 
+for _kind in ("nvv", "sqa", "vc"):
+    for _cmd, _why in [("/nonexistent/utils/run.pl", "no such file"), ("no-such-backend.pl", "no such program")]:
+        CASES.append(Case(f"synth-{_kind}-cmd-{_why.replace(' ', '-')}",
+                          (lambda k, c, w: lambda d: Expect(synth(k, "--preset", "ci", "--cmd", c, "--out", d / "c"),
+                                                            text=w))(_kind, _cmd, _why)))
+
+
 @case("synth-out-is-a-file")
 def _(d):
     f = write(d / "c", "a file")

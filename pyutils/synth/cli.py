@@ -288,6 +288,11 @@ def main(argv=None) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         print(f"chorus-synth {args.kind}: error: --out {args.out}: exists and is not a folder", file=sys.stderr)
         return 2
+    if args.cmd:
+        from pyutils.jobs import cmd_problem
+        if cmd_problem(args.cmd):
+            print(f"chorus-synth {args.kind}: error: --cmd {args.cmd!r}: {cmd_problem(args.cmd)}", file=sys.stderr)
+            return 2
     try:
         run(args)
     except SynthArgError as e:
