@@ -499,6 +499,8 @@ for _name, _content, _file, _line, _text in [
          "path separator"),
         ("jsonl-speaker-slash", b'{"audio": "a.wav", "text": "hi", "speaker": "../s"}\n', "m.jsonl", 1,
          "path separator"),
+        ("jsonl-markup-in-text", b'{"audio": "a.wav", "text": "what [gasp]<B> What? </B>"}\n', "m.jsonl", 1,
+         "markup"),
         ("txt-three-columns", b"a.wav\thi\nb.wav\tyo\textra\n", "m.txt", 2, "got 3"),
         ("tsv-headerless-one-column", b"a.wav\thi\nb.wav\n", "m.tsv", 2, "got 1")]:
     CASES.append(Case(f"prep-generic-{_name}",
