@@ -17,7 +17,7 @@ from typing import List, Optional
 
 from pyutils.cli_types import non_negative_float, positive_int
 
-from pyutils.io import atomic_write_text
+from pyutils.io import InputError, atomic_write_text
 
 from .common import PrepError
 from .prep import Options
@@ -186,7 +186,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     del prep.LOG_LINES[:]
     try:
         run(args)
-    except PrepError as exc:
+    except (PrepError, InputError) as exc:  # InputError: a file read by pyutils.io
         print(f"chorus-prep: error: {exc}", file=sys.stderr)
         if Path(args.out).is_dir():
             write_log(args.out, argv, str(exc))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
 from pyutils.safe_paths import name_problem
-from pyutils.io import InputError, atomic_write_text, iter_jsonl
+from pyutils.io import InputError, atomic_write_text, iter_jsonl, iter_lines
 
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
@@ -229,16 +229,14 @@ def read_pairs(path: os.PathLike) -> Iterator[Row]:
     own sample list, ``assets/nv_samples/asr.txt``); fields ``audio``, ``text``.
     A line without a TAB is an error naming it."""
     path = str(path)
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            cells = line.split("\t")
-            if len(cells) != 2:
-                raise PrepError(f"expected 2 columns '<audio><TAB><text>', got {len(cells)}", path, lineno)
-            audio, text = cells
-            yield Row({"audio": audio.strip(), "text": text}, path, lineno)
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != 2:
+            raise PrepError(f"expected 2 columns '<audio><TAB><text>', got {len(cells)}", path, lineno)
+        audio, text = cells
+        yield Row({"audio": audio.strip(), "text": text}, path, lineno)
 
 
 def read_manifest(path: os.PathLike) -> Iterator[Row]:

@@ -32,6 +32,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from pyutils.io import iter_lines
+
 from .common import PrepError, Row
 from .generic import guess_language
 from .nvv_text import BRACKET_LABEL_RE, DropUtterance, TagMapper
@@ -50,17 +52,15 @@ def label_files(root: Path) -> List[Path]:
 
 def read_captions(path: Path, prefer: str = "refined"):
     """Rows ``{"n", "caption", "label"}`` of one ``<label>.txt`` (file:line on a malformed line)."""
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            cells = line.split("|")
-            if len(cells) not in (2, 3) or not cells[0].strip().isdigit():
-                raise PrepError(f"expected 'n|caption' or 'n|caption|refined caption', got {len(cells)} "
-                                f"field(s) starting {cells[0][:20]!r}", path, lineno)
-            caption = cells[2] if len(cells) == 3 and prefer == "refined" and cells[2].strip() else cells[1]
-            yield Row({"n": int(cells[0]), "caption": caption.strip(), "label": path.stem}, str(path), lineno)
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cells = line.split("|")
+        if len(cells) not in (2, 3) or not cells[0].strip().isdigit():
+            raise PrepError(f"expected 'n|caption' or 'n|caption|refined caption', got {len(cells)} "
+                            f"field(s) starting {cells[0][:20]!r}", path, lineno)
+        caption = cells[2] if len(cells) == 3 and prefer == "refined" and cells[2].strip() else cells[1]
+        yield Row({"n": int(cells[0]), "caption": caption.strip(), "label": path.stem}, str(path), lineno)
 
 
 def remove_overlap_marks(text: str) -> tuple:

@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import soundfile as sf
 
-from pyutils.io import atomic_write_lines, read_scp, write_jsonl
+from pyutils.io import atomic_write, atomic_write_lines, read_scp, write_jsonl
 from pyutils.io import read_text as _read_text
 from pyutils.tts.audio import resample
 from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half, tag_counts
@@ -301,9 +301,8 @@ def main(argv=None) -> int:
         log(f"WARNING: plot failed: {e!r}")
         metrics["plot"] = None
 
-    with open(os.path.join(a.out_dir, "metrics.json.tmp"), "w", encoding="utf-8") as f:
+    with atomic_write(os.path.join(a.out_dir, "metrics.json")) as f:
         json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))
-    os.replace(os.path.join(a.out_dir, "metrics.json.tmp"), os.path.join(a.out_dir, "metrics.json"))
     s = metrics["speaker"]
     log(f"SIM={s['SIM']:.3f} (real LOO {s['SIM_real_leave_one_out']:.3f}) "
         f"OVRL={metrics['dnsmos_synth']['OVRL']:.2f} (real {metrics['dnsmos_real']['OVRL']:.2f}) "
