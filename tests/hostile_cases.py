@@ -507,6 +507,29 @@ for _name, _content, _file, _line, _text in [
                       (lambda c, f, l, t: lambda d: _generic(d, c, f, l, t))(_content, _file, _line, _text)))
 
 
+@case("prep-nonverbalspeech38k-no-caption-files")
+def _(d):
+    (d / "src" / "dataset_demos" / "gasp").mkdir(parents=True)
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=str(d / "src"))
+
+
+@case("prep-nonverbalspeech38k-caption-line-fields")
+def _(d):
+    folder = d / "src" / "dataset_demos" / "gasp"
+    wav(folder / "1_gasp.wav")
+    txt = write(folder / "gasp.txt", "1| what [gasp] |what [gasp]<B> now </B>\n2 no bar here\n")
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=f"{txt}:2")
+
+
+@case("prep-nonverbalspeech38k-caption-nonutf8")
+def _(d):
+    folder = d / "src" / "gasp"
+    wav(folder / "1_gasp.wav")
+    txt = write(folder / "gasp.txt", b"1| what [gasp]\n2| " + LATIN1 + b" [gasp]\n")
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=f"{txt}:2",
+                  text="not UTF-8")
+
+
 @case("prep-generic-lang-option-unknown")
 def _(d):
     wav(d / "a.wav")
