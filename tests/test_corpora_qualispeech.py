@@ -30,6 +30,7 @@ CASES = [
     ("0-1.7 and 3-4s", "timed", [[0.0, 1.7], [3.0, 4.0]]),
     ("clicks at 0.5-0.8s, 2-2.4s", "timed", [[0.5, 0.8], [2.0, 2.4]]),
     ("a click 1.2–1.4 s", "timed", [[1.2, 1.4]]),            # en dash
+    ("Outdoor music noise, 0–3s", "timed", [[0.0, 3.0]]),    # the example sample of the dataset card
     ("Static noise 2 ~ 3s", "timed", [[2.0, 3.0]]),
     ("500ms-900ms", "timed", [[0.5, 0.9]]),
     ("1,5s-2s", "timed", [[1.5, 2.0]]),                      # decimal comma
