@@ -7,9 +7,9 @@ Dependencies are pinned in tools/requirements.txt and installed by
 from setuptools import find_packages, setup
 
 CONSOLE_SCRIPTS = [
-    # scoring, validation and packaging of submissions (issue: shared scoring)
+    # scoring, validation and packaging of submissions
     "chorus-score = pyutils.scoring.cli:main",
-    # offline mini corpora (issue: mini corpora)
+    # offline mini corpora
     "chorus-synth = pyutils.synth.cli:main",
     # Kaldi data-dir tools (validate/fix/split/subset/combine/copy)
     "chorus-datadir = pyutils.datadir.cli:main",

@@ -75,8 +75,8 @@ import numpy as np
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
 from pyutils.scoring.sqa import pearson  # noqa: E402
-from pyutils.sqa.common import (FAULTS, SAMPLE_RATE, rasterise, read_jsonl, read_scp, write_jsonl,  # noqa: E402
-                                write_text_atomic)
+from pyutils.sqa.common import FAULTS, SAMPLE_RATE, rasterise  # noqa: E402
+from pyutils.io import atomic_write_text as write_text_atomic, read_jsonl, read_scp, write_jsonl  # noqa: E402
 
 SR = SAMPLE_RATE
 FADE_S = 0.010

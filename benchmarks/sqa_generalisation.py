@@ -38,7 +38,7 @@ import yaml
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
 
-from pyutils.sqa.common import read_jsonl, read_scp, write_jsonl  # noqa: E402
+from pyutils.io import read_jsonl, read_scp, write_jsonl  # noqa: E402
 from pyutils.sqa.train import load_config  # noqa: E402
 from pyutils.synth.faults import FAMILIES  # noqa: E402
 

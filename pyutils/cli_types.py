@@ -25,6 +25,15 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0)
 
 
+def str2bool(text: str) -> bool:
+    """``true/1/yes`` or ``false/0/no`` (any case), as Kaldi/ESPnet shell options pass booleans."""
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
 def non_negative_float(text: str) -> float:
     """A finite number >= 0 (durations, thresholds; 0 often means "off")."""
     try:

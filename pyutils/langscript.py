@@ -64,6 +64,25 @@ def _likely_subtags() -> dict:
     return {e.get("from"): e.get("to") for e in root.iter("likelySubtag")}
 
 
+_CODE_SHAPE = re.compile(r"[a-z]{2,3}([_-][a-z0-9]{2,8})*", re.IGNORECASE)
+
+
+def language_problem(lang: str) -> Optional[str]:
+    """Why ``lang`` is not a language code (``en``, ``zh-CN``, ``yue``, ``pt_br``), or None.
+
+    The code must have the BCP 47 shape (a 2-3 letter language, then subtags)
+    and its language must be one CLDR knows (likely subtags or a locale file);
+    without CLDR on the machine only the shape is checked.
+    """
+    if not _CODE_SHAPE.fullmatch(lang.strip()):
+        return "is not a language code (like en, zh, zh-CN, yue)"
+    base = base_language(lang)
+    likely = _likely_subtags()
+    if likely and base not in likely and not os.path.isfile(os.path.join(cldr_dir(), "main", f"{base}.xml")):
+        return f"names no language CLDR knows ({base!r})"
+    return None
+
+
 def script_of(lang: str) -> Optional[str]:
     """ISO 15924 script of ``lang`` (``ja`` -> ``Jpan``), or None when unknown.
 

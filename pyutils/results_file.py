@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 NOTES_MARKER = ("<!-- Notes below this line are written by hand; the recipe's scoring stage "
                 "rewrites only the report above it. -->")

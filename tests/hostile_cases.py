@@ -152,7 +152,7 @@ def case(name, *tags):
 def _t1(d, hyp_bytes, line, text=None, ref_rows=T1_REF):
     ref = jsonl(d / "ref.jsonl", ref_rows)
     hyp = write(d / "hyp.jsonl", hyp_bytes)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{hyp}:{line}" if line else str(hyp), text=text)
 
 
@@ -180,7 +180,7 @@ def _(d):
 @case("score-track1-hyp-missing-file")
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "nope.jsonl", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "nope.jsonl", "--output-json", d / "o.json"),
                   where=str(d / "nope.jsonl"))
 
 
@@ -188,7 +188,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     (d / "hyp").mkdir()
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "hyp", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "hyp", "--output-json", d / "o.json"),
                   where=str(d / "hyp"))
 
 
@@ -196,7 +196,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", [T1_REF[0], dict(T1_REF[1], language="fr")])
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{ref}:2", text="INVALID_LANGUAGE")
 
 
@@ -205,8 +205,23 @@ def _(d):
     ref = write(d / "ref.jsonl", _lines(T1_REF, 2, b'{"utt_id": "u2", "language": "en", "text_with_nvvs": "'
                                         + LATIN1 + b'"}'))
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
                   where=f"{ref}:2", text="INVALID_ENCODING")
+
+
+@case("score-track1-ref-one-language")
+def _(d):
+    # the official evaluator refuses a reference without both languages; so does chorus-score by default
+    ref = jsonl(d / "ref.jsonl", T1_REF)
+    hyp = jsonl(d / "hyp.jsonl", T1_HYP)
+    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json"),
+                  where=str(ref), text="REFERENCE_LANGUAGE_COVERAGE_ERROR")
+
+
+for _name, _digits in [("hundreds", 600), ("thousands", 5000)]:
+    CASES.append(Case(f"score-track1-hyp-utt_id-int-{_name}-of-digits",
+                      (lambda k: lambda d: _t1(d, _lines(T1_HYP, 2, b'{"utt_id": ' + b"9" * k
+                                                          + b', "text_with_nvvs": "good morning"}'), 2))(_digits)))
 
 
 @case("score-track1-output-unwritable")
@@ -214,7 +229,7 @@ def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
     out = d / "ref.jsonl" / "o.json"   # under a file
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", out), where=str(out))
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", out), where=str(out))
 
 
 @case("score-track1-report-unwritable")
@@ -222,7 +237,7 @@ def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     hyp = jsonl(d / "hyp.jsonl", T1_HYP)
     out = d / "ref.jsonl" / "r.txt"
-    return Expect(score("track1", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json",
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", hyp, "--output-json", d / "o.json",
                         "--per-utt-report", out), where=str(out))
 
 
@@ -475,9 +490,51 @@ for _name, _content, _file, _line, _text in [
         ("csv-nonutf8", b"audio,text\na.wav,hi\nb.wav," + LATIN1 + b"\n", "m.csv", 3, "not UTF-8"),
         ("csv-unclosed-quote", b'audio,text\na.wav,"hi\nb.wav,yo\n', "m.csv", None, None),
         ("csv-no-text-column", b"audio,words\na.wav,hi\n", "m.csv", 2, None),
-        ("json-not-a-list", b'"just a string"', "m.json", None, None)]:
+        ("json-not-a-list", b'"just a string"', "m.json", None, None),
+        ("jsonl-language-unknown", b'{"audio": "a.wav", "text": "hi"}\n{"audio": "b.wav", "text": "yo", '
+         b'"language": "xx"}\n', "m.jsonl", 2, "names no language"),
+        ("jsonl-language-not-a-code", b'{"audio": "a.wav", "text": "hi", "language": "Englsh"}\n', "m.jsonl", 1,
+         "not a language code"),
+        ("jsonl-utt-id-slash", b'{"audio": "a.wav", "text": "hi", "utt_id": "spk1/u1"}\n', "m.jsonl", 1,
+         "path separator"),
+        ("jsonl-speaker-slash", b'{"audio": "a.wav", "text": "hi", "speaker": "../s"}\n', "m.jsonl", 1,
+         "path separator"),
+        ("jsonl-markup-in-text", b'{"audio": "a.wav", "text": "what [gasp]<B> What? </B>"}\n', "m.jsonl", 1,
+         "markup"),
+        ("txt-three-columns", b"a.wav\thi\nb.wav\tyo\textra\n", "m.txt", 2, "got 3"),
+        ("tsv-headerless-one-column", b"a.wav\thi\nb.wav\n", "m.tsv", 2, "got 1")]:
     CASES.append(Case(f"prep-generic-{_name}",
                       (lambda c, f, l, t: lambda d: _generic(d, c, f, l, t))(_content, _file, _line, _text)))
+
+
+@case("prep-nonverbalspeech38k-no-caption-files")
+def _(d):
+    (d / "src" / "dataset_demos" / "gasp").mkdir(parents=True)
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=str(d / "src"))
+
+
+@case("prep-nonverbalspeech38k-caption-line-fields")
+def _(d):
+    folder = d / "src" / "dataset_demos" / "gasp"
+    wav(folder / "1_gasp.wav")
+    txt = write(folder / "gasp.txt", "1| what [gasp] |what [gasp]<B> now </B>\n2 no bar here\n")
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=f"{txt}:2")
+
+
+@case("prep-nonverbalspeech38k-caption-nonutf8")
+def _(d):
+    folder = d / "src" / "gasp"
+    wav(folder / "1_gasp.wav")
+    txt = write(folder / "gasp.txt", b"1| what [gasp]\n2| " + LATIN1 + b" [gasp]\n")
+    return Expect(prep("nonverbalspeech38k", "--src", d / "src", "--out", d / "out"), where=f"{txt}:2",
+                  text="not UTF-8")
+
+
+@case("prep-generic-lang-option-unknown")
+def _(d):
+    wav(d / "a.wav")
+    man = jsonl(d / "m.jsonl", [{"audio": "a.wav", "text": "hi"}])
+    return Expect(prep("generic", "--src", man, "--out", d / "out", "--lang", "qq"), text="--lang 'qq'")
 
 
 @case("prep-generic-language-fr-not-in-track1-ref", "success")
@@ -665,6 +722,13 @@ for _kind in ("nvv", "sqa", "vc"):
 @case("synth-nvv-unknown-language")
 def _(d):
     return Expect(synth("nvv", "--preset", "ci", "--lang", "xx-nope", "--out", d / "c"), text="xx-nope")
+
+
+for _kind in ("nvv", "sqa", "vc"):
+    for _cmd, _why in [("/nonexistent/utils/run.pl", "no such file"), ("no-such-backend.pl", "no such program")]:
+        CASES.append(Case(f"synth-{_kind}-cmd-{_why.replace(' ', '-')}",
+                          (lambda k, c, w: lambda d: Expect(synth(k, "--preset", "ci", "--cmd", c, "--out", d / "c"),
+                                                            text=w))(_kind, _cmd, _why)))
 
 
 @case("synth-out-is-a-file")
@@ -893,6 +957,49 @@ def _(d):
     return Expect(util("copy_data_dir.sh", d / "nope", d / "out"), where=str(d / "nope"), nonzero=True)
 
 
+def _dest_cases():
+    """Each data-dir writer with the destination equal to the source (also through a symlink) or an existing file."""
+    calls = {"subset_data_dir": lambda src, dest: ("subset_data_dir.sh", "--first", "1", src, dest),
+             "combine_data": lambda src, dest: ("combine_data.sh", dest, src),
+             "copy_data_dir": lambda src, dest: ("copy_data_dir.sh", src, dest)}
+    for tool, argv in calls.items():
+        def same(d, argv=argv):
+            dd = datadir_files(d / "data")
+            (d / "link").symlink_to(dd)
+            return Expect(util(*argv(dd, d / "link")), where=str(d / "link"), text="is the source", nonzero=True)
+
+        def onto_file(d, argv=argv):
+            dd = datadir_files(d / "data")
+            f = write(d / "notes.txt", "keep me\n")
+            return Expect(util(*argv(dd, f)), where=str(f), text="existing file", nonzero=True)
+        CASES.append(Case(f"utils-{tool}-dest-is-source", same))
+        CASES.append(Case(f"utils-{tool}-dest-is-file", onto_file))
+
+
+_dest_cases()
+
+
+@case("utils-subset_data_dir-zero")
+def _(d):
+    dd = datadir_files(d / "data")
+    return Expect(util("subset_data_dir.sh", dd, "0", d / "sub"), text=">= 1", nonzero=True)
+
+
+@case("utils-subset_data_dir-more-than-the-set")
+def _(d):
+    dd = datadir_files(d / "data", n=2)
+    return Expect(util("subset_data_dir.sh", "--first", dd, "3", d / "sub"), where=str(dd), text="has only 2",
+                  nonzero=True)
+
+
+@case("utils-subset_data_dir-list-selects-nothing")
+def _(d):
+    dd = datadir_files(d / "data")
+    lst = write(d / "ids", "nobody\n")
+    return Expect(util("subset_data_dir.sh", "--utt-list", lst, dd, d / "sub"), where=str(lst),
+                  text="selects no utterance", nonzero=True)
+
+
 @case("utils-get_utt2dur-missing")
 def _(d):
     return Expect(util("get_utt2dur.sh", d / "nope"), where=str(d / "nope"), nonzero=True)
@@ -1081,7 +1188,7 @@ def _(d):
 def _(d):
     ref = jsonl(d / "ref.jsonl", T1_REF)
     os.mkfifo(d / "hyp.fifo")
-    return Expect(score("track1", "--ref", ref, "--hyp", d / "hyp.fifo", "--output-json", d / "o.json"),
+    return Expect(score("track1", "--single-language", "--ref", ref, "--hyp", d / "hyp.fifo", "--output-json", d / "o.json"),
                   where=str(d / "hyp.fifo"), timeout=30)
 
 

@@ -142,7 +142,7 @@ def test_results_md_track1score_lines(tmp_path):
         (sc / "ref.jsonl").write_text(json.dumps({"utt_id": "u1", "language": "en",
                                                   "text_with_nvvs": "hello [laugh] world"}) + "\n")
         (sc / "hyp.jsonl").write_text(json.dumps({"utt_id": "u1", "text_with_nvvs": hyp}) + "\n")
-        r = subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "track1", "--ref", str(sc / "ref.jsonl"),
+        r = subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "track1", "--single-language", "--ref", str(sc / "ref.jsonl"),
                             "--hyp", str(sc / "hyp.jsonl"), "--output-json", str(sc / "track1.json")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr

@@ -181,7 +181,7 @@ def test_malformed_json_line_is_named(tmp_path):
     lines = (root / "train.jsonl").read_text(encoding="utf-8").splitlines()
     lines[1] = lines[1][:-5]  # cut the closing of line 2
     (root / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(PrepError, match=r"train\.jsonl:2: malformed JSON"):
+    with pytest.raises(PrepError, match=r"train\.jsonl:2: invalid JSON"):
         emilia_nv.prepare(root, opts(tmp_path / "out"))
 
 
@@ -417,3 +417,38 @@ def test_command_line_entry_point(tmp_path):
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         f"chorus-prep: error: --src {tmp_path / 'nope'} does not exist"]
+
+
+# --------------------------------------------------------------------- NonVerbalSpeech-38K
+def test_nonverbalspeech38k_real_captions(tmp_path):
+    """Rows of the published dataset_demos/<label>/<label>.txt (both line forms, <B> overlap markers)."""
+    from pyutils.corpora import nonverbalspeech38k
+
+    raw = (FIX / "nonverbalspeech38k/dataset_demos/gasp/gasp.txt").read_text(encoding="utf-8")
+    assert "markup '<B>' left in the text" in track1_problems(raw.splitlines()[1].split("|")[1])
+    nonverbalspeech38k.prepare(FIX / "nonverbalspeech38k", opts(tmp_path / "a"))
+    text = check_dir(tmp_path / "a" / "train")
+    assert len(text) == 6 and not any("<" in t or ">" in t for t in text.values())
+    assert text["nvs38k_gasp_1"].endswith("take him away. [gasp] What?")  # refined caption, words kept
+    assert text["nvs38k_laughing_2"].endswith("随即仰天大笑。[laugh]女娲，你果然厉害呀。")
+    assert text["nvs38k_throatclearing_2"] == "我是不是随性过头了？[throat clearing]第一个环节是回忆过去。"
+    assert read_kv(tmp_path / "a" / "train" / "utt2lang")["nvs38k_gasp_1"] == "en"
+    assert read_kv(tmp_path / "a" / "train" / "utt2overlap")["nvs38k_gasp_1"] == "1"
+    # the original captions, clips with spoken words over the NV sound left out
+    nonverbalspeech38k.prepare(FIX / "nonverbalspeech38k", opts(tmp_path / "b"), caption="original",
+                               overlap="drop_utt")
+    text = check_dir(tmp_path / "b" / "train")
+    assert sorted(text) == ["nvs38k_gasp_1", "nvs38k_laughing_1", "nvs38k_throatclearing_1",
+                            "nvs38k_throatclearing_2"]
+    assert text["nvs38k_gasp_1"].startswith("Heya, kids.")
+    assert report(tmp_path / "b" / "train")["utterances_dropped"] == {
+        "words overlapped by the NV sound (<B>...</B>)": 2}
+
+
+def test_nonverbalspeech38k_malformed_line_is_named(tmp_path):
+    root = _copy(FIX / "nonverbalspeech38k", tmp_path / "nvs")
+    path = root / "dataset_demos/gasp/gasp.txt"
+    path.write_text(path.read_text(encoding="utf-8") + "3|a|b|c\n", encoding="utf-8")
+    with pytest.raises(PrepError, match=r"gasp\.txt:3: expected 'n\|caption' or 'n\|caption\|refined caption'"):
+        cli.run(cli.build_parser().parse_args(["nonverbalspeech38k", "--src", str(root), "--out",
+                                               str(tmp_path / "o"), "--nj", "1"]))

@@ -30,6 +30,7 @@ CASES = [
     ("0-1.7 and 3-4s", "timed", [[0.0, 1.7], [3.0, 4.0]]),
     ("clicks at 0.5-0.8s, 2-2.4s", "timed", [[0.5, 0.8], [2.0, 2.4]]),
     ("a click 1.2–1.4 s", "timed", [[1.2, 1.4]]),            # en dash
+    ("Outdoor music noise, 0–3s", "timed", [[0.0, 3.0]]),    # the example sample of the dataset card
     ("Static noise 2 ~ 3s", "timed", [[2.0, 3.0]]),
     ("500ms-900ms", "timed", [[0.5, 0.9]]),
     ("1,5s-2s", "timed", [[1.5, 2.0]]),                      # decimal comma
@@ -154,3 +155,34 @@ def test_qualispeech_bad_score_names_line(tmp_path):
                                            "sys02tts-0000100.wav,3,3,2,3,3,2,good,"))
     with pytest.raises(PrepError, match=r"val\.csv:2: 'Overall quality' is not a number"):
         qualispeech.prepare(root, Options(out=tmp_path / "out", nj=1), ["dev"])
+
+
+def test_qualispeech_parquet_as_converted_by_the_hub(tmp_path):
+    """The same tables as parquet (refs/convert/parquet: default/{train,validation,test}/0000.parquet)."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from pyutils.corpora import qualispeech
+
+    root = tmp_path / "q"
+    shutil.copytree(FIX / "wav", root / "wav")
+    for name, split in (("train", "train"), ("val", "validation"), ("test", "test")):
+        (root / "default" / split).mkdir(parents=True)
+        pq.write_table(pacsv.read_csv(FIX / f"{name}.csv"), root / "default" / split / "0000.parquet")
+    assert sorted(qualispeech.tables(root)) == ["test", "train", "val"]
+    qualispeech.prepare(FIX, Options(out=tmp_path / "csv", nj=1))
+    qualispeech.prepare(root, Options(out=tmp_path / "pq", nj=1))
+    for split in ("train", "dev", "test"):
+        assert _ref(tmp_path / "pq" / split) == _ref(tmp_path / "csv" / split)
+        assert ((tmp_path / "pq" / split / "utt2spk").read_text()
+                == (tmp_path / "csv" / split / "utt2spk").read_text())
+    # the BVCC row (a real BVCC id, audio not fetched) is skipped in both
+    assert json.loads((tmp_path / "pq" / "train" / "prep_report.json").read_text())[
+        "utterances_dropped"]["missing audio"] == 1
+    # a bad value names the parquet file and row
+    table = pacsv.read_csv(FIX / "val.csv")
+    table = table.set_column(table.column_names.index("Overall quality"), "Overall quality",
+                             [["good"] * table.num_rows])
+    pq.write_table(table, root / "default" / "validation" / "0000.parquet")
+    with pytest.raises(PrepError, match=r"validation/0000\.parquet:1: 'Overall quality' is not a number"):
+        qualispeech.prepare(root, Options(out=tmp_path / "bad", nj=1), ["dev"])

@@ -94,7 +94,7 @@ def test_headerless_line_without_tab_is_named(tmp_path):
 
     lst = tmp_path / "asr.txt"
     lst.write_text("a.wav\thello [laugh]\nb.wav hello\n", encoding="utf-8")
-    with pytest.raises(PrepError, match=r"asr\.txt:2: expected '<audio><TAB><text>'"):
+    with pytest.raises(PrepError, match=r"asr\.txt:2: expected 2 columns '<audio><TAB><text>', got 1"):
         generic.prepare(lst, opts(tmp_path / "out"))
 
 

@@ -174,6 +174,34 @@ def test_subset_selectors(tmp_path):
     assert list(read_kv(tmp_path / "u/utt2spk")) == ["s1-0", "s3-1"]
 
 
+def test_subset_refuses_empty_or_oversized_selections(tmp_path):
+    d = make_dir(tmp_path)  # 10 utterances
+    for sel, msg in [({"first": 0}, ">= 1, got 0"), ({"random": 0}, ">= 1"), ({"last": 11}, "has only 10"),
+                     ({"random": 11}, "has only 10")]:
+        with pytest.raises(DataDirError, match=msg):
+            subset_data_dir(d, tmp_path / "out", **sel)
+    (tmp_path / "none.list").write_text("not-there\n")
+    with pytest.raises(DataDirError, match="selects no utterance"):
+        subset_data_dir(d, tmp_path / "out", utt_list=tmp_path / "none.list")
+    assert not (tmp_path / "out").exists()  # nothing written
+    assert subset_data_dir(d, tmp_path / "all", first=10) == 10
+
+
+def test_writers_refuse_their_source_or_a_file(tmp_path):
+    d = make_dir(tmp_path / "x")
+    before = (d / "text").read_text()
+    (tmp_path / "alias").symlink_to(d)
+    note = tmp_path / "note.txt"
+    note.write_text("keep\n")
+    for write in (lambda dest: subset_data_dir(d, dest, first=2), lambda dest: copy_data_dir(d, dest),
+                  lambda dest: combine_data_dirs(dest, [d])):
+        with pytest.raises(DataDirError, match="is the source"):
+            write(tmp_path / "alias")
+        with pytest.raises(DataDirError, match="existing file"):
+            write(note)
+    assert (d / "text").read_text() == before and note.read_text() == "keep\n"
+
+
 def test_subset_cli_kaldi_and_option_forms(tmp_path):
     d = make_dir(tmp_path)
     sh = str(ROOT / "utils/subset_data_dir.sh")

@@ -258,3 +258,17 @@ def test_sighup_kills_children(tmp_path):
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 128 + signal.SIGHUP
     assert _wait_gone(pids)
+
+
+def test_backend_paths_resolved_only_when_relative(tmp_path, monkeypatch):
+    from pyutils.jobs import cmd_problem, resolve_cmd
+    monkeypatch.chdir(tmp_path)  # no utils/ here: the checkout's run.pl is used
+    assert resolve_cmd("utils/run.pl --mem 2G")[0] == str(ROOT / "utils" / "run.pl")
+    assert resolve_cmd("../../utils/slurm.pl")[0] == str(ROOT / "utils" / "slurm.pl")
+    assert resolve_cmd("/no/such/utils/run.pl") == ["/no/such/utils/run.pl"]  # never swapped silently
+    assert cmd_problem("utils/run.pl") is None
+    assert "no such file" in cmd_problem("/no/such/utils/run.pl")
+    assert "no such program" in cmd_problem("no-such-backend.pl")
+    script = tmp_path / "backend.sh"
+    script.write_text("#!/bin/sh\n")
+    assert "not executable" in cmd_problem(str(script))

@@ -1,6 +1,7 @@
 """Hand-worked cases for ``chorus-score track1`` (protocol v1.0.0) and a
 cross-check against the plain reference implementation in scoring_reference.py."""
 
+import functools
 import json
 import os
 import random
@@ -13,7 +14,10 @@ import scoring_reference as plain  # noqa: E402
 from pyutils.scoring import align  # noqa: E402
 from pyutils.scoring.errors import ScoringError  # noqa: E402
 from pyutils.scoring.textnorm import Event, parse_tagged  # noqa: E402
-from pyutils.scoring.track1 import score_track1  # noqa: E402
+from pyutils.scoring.track1 import score_track1 as _score_track1  # noqa: E402
+
+# most cases here hold one language: scored as such (the default refuses them, as the official evaluator)
+score_track1 = functools.partial(_score_track1, single_language=True)
 from pyutils.tags import challenge_tags  # noqa: E402
 
 
@@ -254,6 +258,10 @@ def test_bilingual_and_single_language_final():
     res = score_track1(ref, hyp)
     assert res["Track1Score_EN"] == 100.0
     assert res["FinalTrack1Score"] == round((100.0 + res["Track1Score_ZH"]) / 2, 12)
+    with pytest.raises(ScoringError) as info:  # as the official evaluator: both languages or nothing
+        _score_track1(ref[:1], hyp[:1], ref_path="ref.jsonl")
+    assert info.value.one_line().startswith("ref.jsonl: REFERENCE_LANGUAGE_COVERAGE_ERROR: ")
+    assert "missing: zh" in info.value.message and "--single-language" in info.value.message
     only = score_track1(ref[:1], hyp[:1])
     assert only["zh"] is None and only["Track1Score_ZH"] is None
     assert only["FinalTrack1Score"] == only["Track1Score_EN"] == 100.0
@@ -309,7 +317,8 @@ def test_validation_codes(ref, hyp, code, line):
 
 
 def test_error_lines_count_blank_lines(tmp_path):
-    from pyutils.scoring.track1 import score_track1_files
+    from pyutils.scoring import track1
+    score_track1_files = functools.partial(track1.score_track1_files, single_language=True)
     ref = tmp_path / "ref.jsonl"
     hyp = tmp_path / "hyp.jsonl"
     ref.write_text(json.dumps({"utt_id": "a", "language": "en", "text_with_nvvs": "x"}) + "\n")

@@ -8,17 +8,17 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import scoring_reference as plain  # noqa: E402
-from pyutils.scoring import native, track1  # noqa: E402
+from pyutils.scoring import native, track1, track1_batch  # noqa: E402
 
 pytestmark = pytest.mark.skipif(native.lib is None, reason="C scorer not built (python -m pyutils.scoring.native_build)")
 
 
 def _score(ref, hyp, use_native, monkeypatch, batch_size=4096):
     with monkeypatch.context() as m:
-        m.setattr(track1._NativeBatch, "SIZE", batch_size)
+        m.setattr(track1_batch.NativeBatch, "SIZE", batch_size)
         if not use_native:
             m.setattr(native, "lib", None)
-        return track1.score_track1(ref, hyp)
+        return track1.score_track1(ref, hyp, single_language=True)
 
 
 def _edge_cases(rng):

@@ -154,7 +154,7 @@ def test_read_postproc(tmp_path):
 
 def test_tune_joint_and_the_cli_write_the_region_threshold(tmp_path):
     pytest.importorskip("pyutils.scoring.sqa")
-    from pyutils.sqa.common import write_jsonl
+    from pyutils.io import write_jsonl
     from pyutils.sqa.infer import save_outputs
     from pyutils.sqa.postproc import main
 
@@ -193,7 +193,7 @@ def test_sweep_varies_one_parameter_and_keeps_the_rest(tmp_path, capsys):
     pytest.importorskip("pyutils.scoring.sqa")
     import json
 
-    from pyutils.sqa.common import write_jsonl
+    from pyutils.io import write_jsonl
     from pyutils.sqa.infer import save_outputs
     from pyutils.sqa.postproc import main, sweep
 

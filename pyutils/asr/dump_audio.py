@@ -29,7 +29,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import soundfile as sf
 
-from pyutils.datadir.io import AudioReadError, atomic_write, read_kv, run_pipe
+from pyutils.datadir.io import AudioReadError, read_kv, run_pipe
+from pyutils.io import atomic_write
 
 
 class AudioError(RuntimeError):

@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from pyutils.io import atomic_write_lines
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -34,10 +36,7 @@ def main(argv=None) -> int:
         keep = [ln for ln in lines if ln.split(maxsplit=1)[:1] and ln.split(maxsplit=1)[0] not in held]
         move = [ln for ln in lines if ln.split(maxsplit=1)[:1] and ln.split(maxsplit=1)[0] in held]
         for d, rows in ((a.src, keep), (a.dst, move)):
-            tmp = os.path.join(d, f".{name}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(rows)
-            os.replace(tmp, os.path.join(d, name))
+            atomic_write_lines(os.path.join(d, name), rows)
     for d in (a.src, a.dst):
         spk = {}
         u2s = os.path.join(d, "utt2spk")

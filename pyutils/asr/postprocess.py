@@ -21,20 +21,8 @@ import sys
 from typing import Dict, List, Tuple
 
 from pyutils.asr import tags_text, text_norm
-from pyutils.asr.prepare_text import str2bool
-from pyutils.datadir.io import atomic_write as _atomic_open
-
-
-def read_text(path: str) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split(maxsplit=1)
-            out[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return out
+from pyutils.cli_types import str2bool
+from pyutils.io import atomic_write_lines, read_text
 
 
 def read_keys(path: str) -> List[str]:
@@ -72,11 +60,6 @@ def repair_file(keys: List[str], hyps: Dict[str, str], lang: str, nvv_tags: bool
     return lines, stats
 
 
-def atomic_write(path: str, lines: List[str]) -> None:
-    with _atomic_open(path) as f:
-        f.writelines(lines)
-
-
 def text_to_jsonl(text: Dict[str, str], lang: str) -> List[str]:
     return [json.dumps({"utt_id": k, "language": lang, "text_with_nvvs": v}, ensure_ascii=False) + "\n"
             for k, v in text.items()]
@@ -99,11 +82,11 @@ def main(argv=None) -> int:
     if a.cmd == "repair":
         hyps = read_text(a.src) if os.path.exists(a.src) else {}
         lines, st = repair_file(read_keys(a.keys), hyps, a.lang, a.nvv_tags)
-        atomic_write(a.dst, lines)
+        atomic_write_lines(a.dst, lines)
         print(f"postprocess: {a.dst}: {st['utts']} utterances, {st['missing']} missing in decoder "
               f"output (empty), {st['changed']} repaired, {st['empty']} empty", file=sys.stderr)
     else:
-        atomic_write(a.dst, text_to_jsonl(read_text(a.src), a.lang))
+        atomic_write_lines(a.dst, text_to_jsonl(read_text(a.src), a.lang))
     return 0
 
 

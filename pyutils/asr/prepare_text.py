@@ -13,7 +13,8 @@ import argparse
 import sys
 
 from pyutils.asr import tags_text, text_norm
-from pyutils.datadir.io import atomic_write
+from pyutils.cli_types import str2bool
+from pyutils.io import atomic_write
 
 
 def convert_line(transcript: str, lang: str, nvv_tags: bool) -> str:
@@ -44,14 +45,6 @@ def convert_file(src: str, dst: str, lang: str, nvv_tags: bool) -> int:
     with atomic_write(dst) as f:
         f.writelines(out_lines)
     return len(out_lines)
-
-
-def str2bool(v: str) -> bool:
-    if v.lower() in ("true", "1", "yes"):
-        return True
-    if v.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false, got {v!r}")
 
 
 def main(argv=None) -> int:

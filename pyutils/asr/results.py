@@ -19,7 +19,7 @@ import re
 import sys
 from datetime import datetime, timezone
 from typing import List, Optional
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 
 def _load(path: str) -> Optional[dict]:

@@ -32,7 +32,7 @@ import time
 from datetime import datetime
 from typing import Dict, List
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 ACCOUNT_RE = re.compile(r"# Accounting: time=([0-9.]+)")
 ESPNET_TS_RE = re.compile(r"^(?:\[[^\]]*\] )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")

@@ -20,18 +20,13 @@ import os
 import sys
 from typing import List
 
-from pyutils.asr.prepare_text import str2bool
+from pyutils.cli_types import str2bool
 from pyutils.asr.tags_text import internal_tokens
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write_text
 
 
 def write_nlsyms(path: str) -> None:
-    _atomic_write(path, "".join(t + "\n" for t in internal_tokens()))
-
-
-def _atomic_write(path: str, content: str) -> None:
-    with atomic_write(path) as f:
-        f.write(content)
+    atomic_write_text(path, "".join(t + "\n" for t in internal_tokens()))
 
 
 def train_bpe(text: str, vocab_size: int, model_prefix: str, nvv_tags: bool = True,

@@ -20,10 +20,9 @@ from typing import List
 from rapidfuzz.distance import Levenshtein
 
 from pyutils.asr import tags_text, text_norm
-from pyutils.asr.postprocess import read_text
-from pyutils.asr.prepare_text import str2bool
+from pyutils.cli_types import str2bool
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write, read_text
 
 
 def units(text: str, lang: str, nvv_tags: bool) -> List[str]:

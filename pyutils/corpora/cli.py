@@ -3,7 +3,7 @@
     chorus-prep <corpus> --src DIR --out data/ [--splits a,b] [--unmapped drop_tag|keep_text|drop_utt]
                 [--unknown-label error|drop] [--max-duration 30] [--nj 4] [corpus options]
 
-Corpora: track1_test nvbench emilia_nv nonverbaltts mnv17 smiip_nv generic
+Corpora: track1_test nvbench emilia_nv nonverbaltts nonverbalspeech38k mnv17 smiip_nv generic
 qualispeech vlsp_vc. Layouts and outputs: pyutils/corpora/README.md.
 Exit status 0 ok, 2 bad input (one line ``file:line: message``).
 """
@@ -17,10 +17,12 @@ from typing import List, Optional
 
 from pyutils.cli_types import non_negative_float, positive_int
 
-from .common import PrepError, atomic_write_text
+from pyutils.io import InputError, atomic_write_text
+
+from .common import PrepError
 from .prep import Options
 
-CORPORA = ("track1_test", "nvbench", "emilia_nv", "nonverbaltts", "mnv17", "smiip_nv",
+CORPORA = ("track1_test", "nvbench", "emilia_nv", "nonverbaltts", "nonverbalspeech38k", "mnv17", "smiip_nv",
            "generic", "qualispeech", "vlsp_vc")
 
 
@@ -69,6 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emoji-map", default=None, help="TSV emoji<TAB>label overriding the table")
     p.add_argument("--extract-dir", type=Path, default=None,
                    help="where audio embedded in parquet is written (default OUT/nonverbaltts_audio)")
+    p = sub.add_parser("nonverbalspeech38k", help="NonVerbalSpeech-38K <label>/<label>.txt captions "
+                       "(n|caption|refined caption) + <n>_<label>.wav")
+    _common(p)
+    p.add_argument("--caption", choices=("refined", "original"), default="refined",
+                   help="which caption of a line with two (default: the refined one)")
+    p.add_argument("--overlap", choices=("keep_words", "drop_utt"), default="keep_words",
+                   help="clips with <B>words</B> spoken over the NV sound: remove the markers and keep "
+                        "the words (default), or leave the clip out")
+    p.add_argument("--split-name", default="train", help="split of every clip")
     p = sub.add_parser("mnv17", help="MNV-17 JSONL manifests (txt field)")
     _common(p)
     p = sub.add_parser("smiip_nv", help="SMIIP-NV <spk>/<emotion>/annotation.txt")
@@ -127,6 +138,9 @@ def run(args: argparse.Namespace) -> list:
     if c == "nonverbaltts":
         from . import nonverbaltts
         return nonverbaltts.prepare(args.src, opts, splits, args.emoji_map, args.extract_dir)
+    if c == "nonverbalspeech38k":
+        from . import nonverbalspeech38k
+        return nonverbalspeech38k.prepare(args.src, opts, splits, args.caption, args.overlap, args.split_name)
     if c == "mnv17":
         from . import mnv17
         return mnv17.prepare(args.src, opts, splits)
@@ -172,7 +186,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     del prep.LOG_LINES[:]
     try:
         run(args)
-    except PrepError as exc:
+    except (PrepError, InputError) as exc:  # InputError: a file read by pyutils.io
         print(f"chorus-prep: error: {exc}", file=sys.stderr)
         if Path(args.out).is_dir():
             write_log(args.out, argv, str(exc))

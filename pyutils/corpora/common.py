@@ -23,10 +23,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence
 
 from pyutils.safe_paths import name_problem
-from pyutils.datadir.io import atomic_write
+from pyutils.io import InputError, atomic_write_text, iter_jsonl, iter_lines
 
 TARGET_SR = 16000
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".m4a", ".opus")
@@ -97,18 +97,11 @@ class Row:
 def read_jsonl(path: os.PathLike) -> Iterator[Row]:
     """Rows of a JSON-lines file; blank lines are skipped."""
     path = str(path)
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, text in enumerate(f, 1):
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise PrepError(f"malformed JSON: {exc.msg} (column {exc.colno})",
-                                path, lineno) from None
-            if not isinstance(obj, dict):
-                raise PrepError("expected a JSON object per line", path, lineno)
+    try:
+        for lineno, obj in iter_jsonl(path):
             yield Row(obj, path, lineno)
+    except InputError as exc:
+        raise PrepError(exc.message, exc.path, exc.line) from None
 
 
 def read_json_records(path: os.PathLike) -> Iterator[Row]:
@@ -236,15 +229,14 @@ def read_pairs(path: os.PathLike) -> Iterator[Row]:
     own sample list, ``assets/nv_samples/asr.txt``); fields ``audio``, ``text``.
     A line without a TAB is an error naming it."""
     path = str(path)
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if "\t" not in line:
-                raise PrepError("expected '<audio><TAB><text>'", path, lineno)
-            audio, text = line.split("\t", 1)
-            yield Row({"audio": audio.strip(), "text": text}, path, lineno)
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != 2:
+            raise PrepError(f"expected 2 columns '<audio><TAB><text>', got {len(cells)}", path, lineno)
+        audio, text = cells
+        yield Row({"audio": audio.strip(), "text": text}, path, lineno)
 
 
 def read_manifest(path: os.PathLike) -> Iterator[Row]:
@@ -393,18 +385,9 @@ def _check_token(value: str, what: str, utt: str) -> None:
         raise PrepError(f"{what} {value!r} {name_problem(value)}: it must be a plain file name")
 
 
-def atomic_write_text(path: os.PathLike, text: str) -> None:
-    with atomic_write(path) as f:
-        f.write(text)
-
-
 def write_kv(path: os.PathLike, mapping: Dict[str, str]) -> None:
     """``key value`` lines sorted by key (C locale)."""
     atomic_write_text(path, "".join(f"{k} {mapping[k]}\n" for k in sorted(mapping)))
-
-
-def write_jsonl(path: os.PathLike, rows: Iterable[dict]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 @dataclass

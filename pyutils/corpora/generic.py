@@ -29,9 +29,10 @@ from typing import Dict, List, Optional, Sequence
 
 from .common import PrepError, read_manifest, resolve_audio, safe_name
 from .nvv_text import BRACKET_LABEL_RE, TagMapper, load_label_map
+from pyutils.langscript import language_problem
 from pyutils.safe_paths import name_problem
 
-from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, fresh_mapper_stats, norm_lang, write_split
 
 
 def guess_language(text: str) -> str:
@@ -45,6 +46,8 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
     manifest = Path(src)
     if not manifest.is_file():
         raise PrepError(f"{manifest}: the generic adapter takes a manifest file as --src")
+    if lang is not None and language_problem(norm_lang(lang)):
+        raise PrepError(f"--lang {lang!r} {language_problem(norm_lang(lang))}")
     table = load_label_map(label_map) if label_map else None
     mapper = TagMapper("challenge", opts.unmapped, opts.unknown, table, label_map)
     by_split: Dict[str, List[Utt]] = {}
@@ -58,6 +61,11 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
             utt = row.text("utt_id", "id", "key", required=False) or Path(audio).stem
             spk = row.text("speaker", "spk", "speaker_id", required=False)
             rlang = row.text("language", "lang", required=False)
+            for what, value in (("utt_id", utt), ("speaker", spk)):
+                if value is not None and name_problem(value):  # never renamed behind the user's back
+                    raise row.error(f"{what} {value!r} {name_problem(value)}: it names files downstream")
+            if rlang is not None and language_problem(norm_lang(rlang)):
+                raise row.error(f"language {rlang!r} {language_problem(norm_lang(rlang))}")
         except PrepError as exc:
             bad_row(opts, exc, split)
             continue

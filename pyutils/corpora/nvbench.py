@@ -11,7 +11,7 @@ Read in every form it is published in:
         "ref_text": "...", "target_wav_path": "...", "category": "Laughter"}]
       {"zh/xxx.mp3": {"text": "...", "ref_wav_path": "...", ...}}
 
-* the Hugging Face release (AnonyData/NV-Bench): parquet shards (or a
+* the Hugging Face release (CharlesNi/NV-Bench): parquet shards (or a
   ``save_to_disk`` folder) with fields ``text``, ``prompt_text``, ``category``,
   ``type`` and audio columns; the subset comes from a folder or file name
   (``zh_single/...parquet``, ``zh_single-00000-of-00001.parquet``) or from

@@ -302,10 +302,14 @@ def tidy(text: str) -> str:
 _TAG_RE = re.compile(r"\[([^\[\]]*)\]")
 
 
+# an HTML-like tag: <B>, </B>, <i>, <br/>, <laughter> (not "a < b")
+_MARKUP_RE = re.compile(r"</?[A-Za-z][^<>\s]*\s*/?>")
+
+
 def track1_problems(text: str) -> List[str]:
     """Reasons why ``text`` breaks the official Track 1 transcript rules:
     every ``[...]`` is exactly one of the 16 tags, no stray bracket, no
-    newline/tab, not empty."""
+    newline/tab, no markup (``<B>``, ``<|...|>``), not empty."""
     problems = []
     if not text.strip():
         problems.append("empty transcript")
@@ -320,6 +324,8 @@ def track1_problems(text: str) -> List[str]:
         problems.append("stray bracket")
     if "<|" in text or "|>" in text:
         problems.append("special token <|...|> left in the text")
+    for m in _MARKUP_RE.finditer(text):
+        problems.append(f"markup {m.group(0)!r} left in the text")
     return problems
 
 

@@ -26,8 +26,10 @@ from typing import Callable, Dict, List, Optional
 
 from pyutils.safe_paths import UnsafePathError, confined
 
-from .common import (AudioInfo, DataDir, PrepError, Row, atomic_write_text, info,
-                     probe_many, warn, wav_scp_entry, write_jsonl)
+from pyutils.io import atomic_write_text, write_jsonl
+
+from .common import (AudioInfo, DataDir, PrepError, Row, info,
+                     probe_many, warn, wav_scp_entry)
 from .nvv_text import DropUtterance, TagMapper, finalize
 
 _LANG_ALIASES = {

@@ -9,9 +9,14 @@ Layout (as published, after unzipping the audio)::
         Unnatural pause, Natural language description   (free text)
     ROOT/wav/{train,val,test}/<id>        e.g. wav/train/sys02tts-0000040.wav
 
-The BVCC part of the audio is fetched by the user with the dataset's own
-scripts; a row whose audio is missing is counted and skipped (message names
-the first few). ``val`` is written as ``dev`` (recipes use train/dev/test).
+or, instead of the CSV files, the same tables as parquet: the hub's
+conversion (branch ``refs/convert/parquet``: ``default/{train,validation,
+test}/0000.parquet``) or ``ROOT/<split>.parquet``; a split with both a CSV
+and parquet is read from the CSV. Ids of the BVCC part are BVCC's own
+(``sys64e2f-utt491a78a.wav``); its audio is fetched by the user with the
+dataset's scripts (``download_bvcc.sh``, ``merge_data.sh``), and a row whose
+audio is missing is counted and skipped (message names the first few).
+``val``/``validation`` is written as ``dev`` (recipes use train/dev/test).
 
 Per split ``OUT/<split>/``: ``wav.scp utt2spk spk2utt utt2dur`` (speaker =
 system id, the part of the id before the first ``-``), ``ref.jsonl`` in the
@@ -30,10 +35,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from .common import (DataDir, PrepError, atomic_write_text, info, probe_many, read_table, warn,
-                     wav_scp_entry, write_jsonl)
+from pyutils.io import atomic_write_text, write_jsonl
+
+from .common import (DataDir, PrepError, Row, info, probe_many, read_table, warn,
+                     wav_scp_entry)
 from .prep import Options, clean_id, print_report
 from .qualispeech_text import parse_fault, resolve
+from .tables import find_table_files, iter_table_rows
 
 SCORE_COLUMNS = ("Speed", "Naturalness", "Background noise", "Distortion", "Listening effort",
                  "Continuity", "Overall quality")
@@ -41,7 +49,7 @@ TEXT_COLUMNS = ("Feeling of voice", "Noise Description", "Distortion description
                 "Unnatural pause", "Natural language description")
 FAULT_COLUMNS = {"noise": "Noise Description", "distortion": "Distortion description",
                  "pause": "Unnatural pause"}
-SPLITS = {"train": "train", "val": "dev", "dev": "dev", "test": "test"}
+SPLITS = {"train": "train", "val": "dev", "dev": "dev", "test": "test"}  # table split -> data/<split>
 
 
 def _key(name: str) -> str:
@@ -65,30 +73,47 @@ def _audio_path(root: Path, split_file: str, uid: str) -> Path:
     return (root / "wav" / split_file / name).resolve()
 
 
+def tables(root: Path) -> Dict[str, List[Path]]:
+    """Split (``train``/``val``/``dev``/``test``, as the audio folders are named) -> its table files."""
+    found: Dict[str, List[Path]] = {}
+    for split in ("train", "val", "dev", "test"):
+        if (root / f"{split}.csv").is_file():
+            found[split] = [root / f"{split}.csv"]
+    for split, path in find_table_files(root):
+        split = "val" if split == "validation" else split
+        if split in SPLITS and path.suffix == ".parquet" and not any(p.suffix == ".csv" for p in found.get(split, [])):
+            found.setdefault(split, []).append(path)
+    return found
+
+
+def _rows(files: List[Path]) -> List[Row]:
+    if files[0].suffix == ".csv":
+        return list(read_table(files[0], ","))
+    return [row for path in files for row in iter_table_rows(path)]
+
+
 def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
             score_column: str = "Overall quality", untimed: str = "whole",
             point_halfwidth: float = 0.25) -> List[dict]:
     root = Path(src)
     reports = []
-    found = [s for s in ("train", "val", "dev", "test") if (root / f"{s}.csv").is_file()]
+    found = tables(root)
     if not found:
-        raise PrepError(f"{root}: no train.csv / val.csv / test.csv")
-    for split_file in found:
+        raise PrepError(f"{root}: no train.csv / val.csv / test.csv, nor parquet tables of those splits")
+    for split_file, files in found.items():
         out_split = SPLITS[split_file]
         if splits and out_split not in splits and split_file not in splits:
             continue
-        reports.append(_prepare_split(root, split_file, out_split, opts, score_column,
+        reports.append(_prepare_split(root, split_file, out_split, _rows(files), opts, score_column,
                                       untimed, point_halfwidth))
     return reports
 
 
-def _prepare_split(root: Path, split_file: str, out_split: str, opts: Options,
+def _prepare_split(root: Path, split_file: str, out_split: str, rows: List[Row], opts: Options,
                    score_column: str, untimed: str, point_halfwidth: float) -> dict:
-    csv_path = root / f"{split_file}.csv"
-    rows = list(read_table(csv_path, ","))
     if rows and _col(rows[0].data, score_column) is None:
         raise PrepError(f"no column {score_column!r} (columns: {', '.join(rows[0].data)})",
-                        csv_path, 1)
+                        rows[0].path, rows[0].line)
     items = []
     missing: List[str] = []
     for row in rows:

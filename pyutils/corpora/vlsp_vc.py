@@ -29,7 +29,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .common import AUDIO_EXTS, PrepError, Row, atomic_write_text, resolve_audio
+from pyutils.io import atomic_write_text
+
+from .common import AUDIO_EXTS, PrepError, Row, resolve_audio
 from .prep import Options, Utt, clean_id, write_split
 from .vi_text import normalize_vi
 

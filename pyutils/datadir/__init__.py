@@ -14,11 +14,11 @@ and the Kaldi-named wrappers in ``utils/``.
 """
 
 from .datadir import DataDir, file_kind, load_data_dir, spk2utt_from_utt2spk
-from .io import (AudioReadError, DataDirError, atomic_write, read_kv, read_list,
+from .io import (AudioReadError, DataDirError, read_kv, read_list,
                  read_wav_scp_entry, wav_scp_entry_duration, write_kv)
 
 __all__ = [
-    "AudioReadError", "DataDir", "DataDirError", "atomic_write", "file_kind",
+    "AudioReadError", "DataDir", "DataDirError", "file_kind",
     "load_data_dir", "read_kv", "read_list", "read_wav_scp_entry",
     "spk2utt_from_utt2spk", "wav_scp_entry_duration", "write_kv",
 ]

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DataDirError, AudioReadError, FileNotFoundError, ValueError) as e:
+    except (DataDirError, AudioReadError, OSError, ValueError) as e:
         print(f"chorus-datadir {args.command}: error: {e}", file=sys.stderr)
         return 1
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .datadir import DataDir, file_kind, load_data_dir, spk2utt_from_utt2spk
+from .datadir import DataDir, check_destination, file_kind, load_data_dir, spk2utt_from_utt2spk
 from .io import DataDirError
 
 
@@ -25,11 +25,10 @@ def _whole_segments(d: DataDir) -> dict[str, str] | None:
 
 
 def combine_data_dirs(dest, srcs) -> DataDir:
-    dirs = [load_data_dir(s) for s in srcs]
-    if not dirs:
+    if not srcs:
         raise ValueError("combine: no source dirs")
-    if any(Path(dest).resolve() == d.path.resolve() for d in dirs):
-        raise ValueError("combine: destination must differ from every source")
+    dest = check_destination(dest, srcs, "combine")
+    dirs = [load_data_dir(s) for s in srcs]
     if any("segments" in d.files for d in dirs):
         for d in dirs:
             if "segments" not in d.files:

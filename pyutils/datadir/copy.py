@@ -7,16 +7,13 @@ them; with segments recording ids are kept. Files are re-sorted.
 
 from __future__ import annotations
 
-from pathlib import Path
 
-from .datadir import DataDir, file_kind, load_data_dir, spk2utt_from_utt2spk
+from .datadir import DataDir, check_destination, file_kind, load_data_dir, spk2utt_from_utt2spk
 
 
 def copy_data_dir(src, dest, *, utt_prefix="", utt_suffix="", spk_prefix="",
                   spk_suffix="") -> DataDir:
-    src, dest = Path(src), Path(dest)
-    if src.resolve() == dest.resolve():
-        raise ValueError("copy: source and destination are the same folder")
+    dest = check_destination(dest, [src], "copy")
     data = load_data_dir(src)
     has_segments = "segments" in data.files
     u = lambda x: f"{utt_prefix}{x}{utt_suffix}"  # noqa: E731

@@ -29,7 +29,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .io import atomic_write, byte_key, read_kv, write_kv
+from pyutils.io import atomic_write
+
+from .io import DataDirError, byte_key, read_kv, write_kv
 
 RECO_FILES = ("wav.scp", "reco2dur", "reco2file_and_channel", "reco2num_samples")
 SPK_FILES = ("spk2gender", "cmvn.scp", "spk2age")
@@ -174,6 +176,22 @@ class DataDir:
             with atomic_write(out / name) as f:
                 f.write(content)
         return out
+
+
+def check_destination(dest: str | os.PathLike, sources, tool: str) -> Path:
+    """The folder a tool may write to: not an existing file, not one of ``sources``.
+
+    Writing a data dir over its own source would read and replace the same
+    files (a subset would shrink its source for good); a destination that is
+    a file cannot become a folder. Both raise :class:`DataDirError` naming the paths.
+    """
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise DataDirError(f"{tool}: destination {dest} is an existing file, not a folder")
+    for src in sources:
+        if Path(src).exists() and dest.resolve() == Path(src).resolve():
+            raise DataDirError(f"{tool}: destination {dest} is the source {src}; give a new folder")
+    return dest
 
 
 def load_data_dir(path: str | os.PathLike, *, strict: bool = True) -> DataDir:

@@ -4,8 +4,6 @@
   utt2spk, wav.scp, utt2dur, ...). Reading keeps file order and reports
   malformed lines as ``FILE:LINE: message``; writing sorts keys in byte order
   (what ``LC_ALL=C sort`` gives) and is atomic.
-* :func:`atomic_write` -- write to a temp file in the same folder, then
-  ``os.replace``: a crash never leaves a half-written file.
 * :func:`read_wav_scp_entry` -- load the audio of one wav.scp value, which may
   be a path, a Kaldi ark offset (``foo.ark:123``) or a pipe (``sox a.flac -t
   wav - |``), as Kaldi allows.
@@ -13,18 +11,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
 from pyutils.wav_header import wav_truncation
-from pyutils.file_mode import follow_umask
+from pyutils.io import atomic_write
 
 
 class DataDirError(ValueError):
@@ -38,24 +34,6 @@ class AudioReadError(OSError):
 def byte_key(s: str) -> bytes:
     """Sort key giving ``LC_ALL=C`` (byte) order."""
     return s.encode("utf-8", "surrogateescape")
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
-    """Open a temp file next to ``path``; rename it over ``path`` on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-    try:
-        kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
-        with os.fdopen(fd, mode, **kwargs) as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import random as _random
 import sys
-from pathlib import Path
 
-from .datadir import load_data_dir, sorted_ids
-from .io import read_list
+from .datadir import check_destination, load_data_dir, sorted_ids
+from .io import DataDirError, read_list
 
 
 def select_utts(data, *, first=None, last=None, random=None, seed=0,
@@ -24,12 +23,11 @@ def select_utts(data, *, first=None, last=None, random=None, seed=0,
     utts = data.utts
     n = next((x for x in (first, last, random) if x is not None), None)
     if n is not None:
-        if n < 0:
-            raise ValueError(f"number of utterances must be >= 0, got {n}")
+        # as Kaldi's subset_data_dir.sh: an empty subset or one larger than the set is a mistake
+        if n < 1:
+            raise DataDirError(f"subset: the number of utterances must be >= 1, got {n}")
         if n > len(utts):
-            print(f"subset: asked for {n} utterances but {data.path} has {len(utts)}; "
-                  "keeping all", file=sys.stderr)
-            n = len(utts)
+            raise DataDirError(f"subset: asked for {n} utterances but {data.path} has only {len(utts)}")
     if first is not None:
         return utts[:n]
     if last is not None:
@@ -47,12 +45,17 @@ def select_utts(data, *, first=None, last=None, random=None, seed=0,
     return [u for u in utts if data.utt2spk.get(u) in wanted]
 
 
+def _nonempty(utts: list[str], data, selector: dict) -> list[str]:
+    if not utts:
+        what = next(f"{k}={v}" for k, v in selector.items() if v is not None and k != "seed")
+        raise DataDirError(f"subset: {what} selects no utterance of {data.path}")
+    return utts
+
+
 def subset_data_dir(src, dest, **selector) -> int:
     """Write the selected part of ``src`` to ``dest``; return #utterances."""
-    src, dest = Path(src), Path(dest)
-    if src.resolve() == dest.resolve():
-        raise ValueError("subset: source and destination are the same folder")
+    dest = check_destination(dest, [src], "subset")
     data = load_data_dir(src)
-    utts = select_utts(data, **selector)
+    utts = _nonempty(select_utts(data, **selector), data, selector)
     data.subset(utts).write(dest)
     return len(utts)

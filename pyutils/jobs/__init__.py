@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["run_jobs", "JobsFailed", "resolve_cmd"]
+__all__ = ["run_jobs", "JobsFailed", "resolve_cmd", "cmd_problem"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,15 +46,37 @@ def resolve_cmd(cmd: str | Sequence[str] | None) -> list[str]:
 
     ``None`` means ``utils/run.pl``. A first word ``utils/run.pl`` or
     ``utils/slurm.pl`` (or the bare names) that does not exist relative to the
-    current directory is resolved to the copy in the Chorus checkout.
+    current directory (``../../utils/run.pl`` from another folder) is resolved
+    to the copy in the Chorus checkout; an absolute path is taken as given
+    (``/no/such/run.pl`` is not silently swapped).
     """
     words = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or ["utils/run.pl"])
     if not words:
         words = ["utils/run.pl"]
     name = Path(words[0]).name
-    if name in ("run.pl", "slurm.pl") and not Path(words[0]).exists():
+    relative = not os.path.isabs(words[0])
+    if relative and name in ("run.pl", "slurm.pl") and not Path(words[0]).exists():
         words[0] = str(_ROOT / "utils" / name)
     return words
+
+
+def cmd_problem(cmd: str | Sequence[str] | None) -> str | None:
+    """Why the backend ``cmd`` cannot run (no such program, not executable), or None.
+
+    For options checked before any work starts, rather than failing when the
+    first job is launched.
+    """
+    try:
+        program = resolve_cmd(cmd)[0]
+    except ValueError as exc:  # shlex: an unclosed quote
+        return f"cannot be split into words ({exc})"
+    if os.sep in program:
+        if not os.path.isfile(program):
+            return f"{program}: no such file"
+        if not os.access(program, os.X_OK):
+            return f"{program}: not executable"
+        return None
+    return None if shutil.which(program) else f"{program}: no such program on PATH"
 
 
 def run_jobs(cmd: str | Sequence[str] | None, log: str | os.PathLike,

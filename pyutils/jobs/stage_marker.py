@@ -29,7 +29,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 FORMAT = "chorus-stage-marker-1"
 _SKIP_DIRS = {"log", "logdir", "q", "__pycache__"}

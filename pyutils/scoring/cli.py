@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ref_hyp(p, 'reference JSONL {"utt_id","language":"en"|"zh","text_with_nvvs"}',
                  'submission JSONL {"utt_id","text_with_nvvs"}')
     p.add_argument("--per-utt-report", metavar="FILE", help="write a readable per-utterance alignment report")
+    p.add_argument("--single-language", action="store_true",
+                   help="score a reference holding one language only (FinalTrack1Score = that language's "
+                        "score); without it such a reference is refused, as by the official evaluator "
+                        "(REFERENCE_LANGUAGE_COVERAGE_ERROR)")
 
     p = sub.add_parser("nvbench", help="NV-Bench text metrics (CER/WER, PCER, OCER)",
                        description="NV-Bench metrics: CER (tags removed; WER too for en), PCER over the tag "
@@ -111,7 +115,8 @@ def _run(args: argparse.Namespace) -> int:
         # row by row; outputs are written only once every row has been checked.
         with contextlib.ExitStack() as stack:
             report = stack.enter_context(track1.PerUttReport(args.per_utt_report)) if args.per_utt_report else None
-            result = track1.score_track1_files(args.ref, args.hyp, report=report)
+            result = track1.score_track1_files(args.ref, args.hyp, report=report,
+                                                single_language=args.single_language)
             atomic_write_json(args.output_json, track1.public_result(result))
             if report is not None:
                 report.commit()

@@ -1,159 +1,32 @@
-"""Readers for JSONL / Kaldi ``text`` files, atomic writers and an on-disk spool.
+"""The scorers' side of :mod:`pyutils.io`: strict JSONL reading, field and id-set checks, an on-disk spool.
 
-The JSONL reader follows the official Track 1 evaluator: lines are split the
-way Python's text mode splits them (``\\n``, ``\\r\\n``, ``\\r``), each line is
-stripped, blank lines are skipped, every other line must be one JSON object.
+Lines are read by :mod:`pyutils.io` (the one reader); here a BOM and an empty
+file are errors, as in the official Track 1 evaluator, and writes fail with
+OUTPUT_WRITE_ERROR.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 import tempfile
 from array import array
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from pyutils.io import atomic_write, iter_kaldi_text
+from pyutils.io import iter_jsonl as _iter_jsonl
 from pyutils.scoring.errors import ScoringError
-from pyutils.file_mode import follow_umask
-
-
-def _open_regular(path: str):
-    """Open ``path`` for binary reading; a FIFO, device or folder is an error, not a hang."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror or type(exc).__name__})",
-                           path) from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "not a regular file")
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"is {kind}; give a regular file", path)
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise ScoringError("INPUT_FILE_READ_ERROR", f"cannot read file ({exc.strerror or type(exc).__name__})",
-                           path) from None
-
-
-def _decoded(piece: bytes, path: str, line_no: int) -> str:
-    try:
-        return piece.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScoringError("INVALID_ENCODING", f"not UTF-8: byte 0x{piece[exc.start]:02x} at column "
-                           f"{exc.start + 1} ({exc.reason}); convert the file to UTF-8", path, line_no) from None
-
-
-def iter_lines(path: str, *, bom: str = "error", block_size: int = 1 << 18) -> Iterator[Tuple[int, str]]:
-    """``(line_no, text)`` of every line of a UTF-8 text file, without line ends.
-
-    Lines are numbered as Python's text mode splits them (``\\n``, ``\\r\\n``,
-    ``\\r``); a bad byte is reported on its own line (INVALID_ENCODING,
-    ``file:line``), not "after" the last good one. A UTF-8 byte-order mark
-    opening the file is removed with ``bom="strip"`` and is an
-    INVALID_ENCODING error with ``bom="error"`` (the official evaluator would
-    choke on it). The file is read in blocks of whole lines; a block without
-    ``\\r`` that decodes at once is split at ``\\n`` (the same lines, in far
-    fewer calls), any other goes line by line.
-    """
-    line_no = 0
-    with _open_regular(path) as handle:
-        try:
-            rest = b""
-            while True:
-                block = handle.read(block_size)
-                data = rest + block if rest else block
-                if block:
-                    cut = data.rfind(b"\n") + 1
-                    if not cut:  # no line end yet: read on
-                        rest = data
-                        continue
-                    data, rest = data[:cut], data[cut:]
-                elif not data:
-                    break
-                lines = None
-                if b"\r" not in data:
-                    try:
-                        lines = data.decode("utf-8").split("\n")
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        if data.endswith(b"\n"):
-                            lines.pop()
-                for text in lines if lines is not None else data.splitlines():
-                    line_no += 1
-                    if lines is None:
-                        text = _decoded(text, path, line_no)
-                    if line_no == 1 and text.startswith("\ufeff"):
-                        if bom != "strip":
-                            raise ScoringError("INVALID_ENCODING", "the file starts with a UTF-8 byte-order "
-                                               "mark (BOM); save it as UTF-8 without BOM", path, 1)
-                        text = text[1:]
-                    yield line_no, text
-                if not block:
-                    break
-        except OSError as exc:
-            raise ScoringError("INPUT_FILE_READ_ERROR",
-                               f"cannot read file ({exc.strerror or type(exc).__name__})", path) from None
-
-
-# The C scanner behind json.loads (same default settings), called without its Python wrapper.
-_SCAN_ONCE = json.JSONDecoder().scan_once
 
 
 def iter_jsonl(path: str, *, allow_empty: bool = False) -> Iterator[Tuple[int, Dict[str, Any]]]:
-    """Yield ``(line_no, object)`` one line at a time (1-based line numbers).
-
-    Nothing but the current line is held, so a scorer can stream a file of
-    any size. Codes (raised when the offending line is reached):
-    INPUT_FILE_READ_ERROR, INVALID_ENCODING, INVALID_JSON,
-    INVALID_JSONL_RECORD (a line that is valid JSON but not an object),
-    EMPTY_JSONL (no records at all, raised at the end of the file).
-    """
-    seen = False
-    scan, loads = _SCAN_ONCE, json.loads
-    for line_no, raw in iter_lines(path):
-        line = raw.strip()
-        if not line:
-            continue
-        # json.loads(line) = scan_once(line, 0) + whitespace checks that a stripped line
-        # passes + the whole line used; when the scanner fails, json.loads says why
-        try:
-            value, end = scan(line, 0)
-        except (StopIteration, ValueError, RecursionError):
-            end = -1
-        if end != len(line):
-            try:
-                value = loads(line)
-            except json.JSONDecodeError as exc:
-                raise ScoringError("INVALID_JSON", f"invalid JSON: {exc.msg} (column {exc.colno})",
-                                   path, line_no) from None
-            except RecursionError:
-                raise ScoringError("INVALID_JSON", "invalid JSON: nested too deeply", path, line_no) from None
-        if type(value) is not dict:
-            raise ScoringError("INVALID_JSONL_RECORD",
-                               f"each line must be a JSON object, got {type(value).__name__}",
-                               path, line_no)
-        seen = True
-        yield line_no, value
-    if not seen and not allow_empty:
-        raise ScoringError("EMPTY_JSONL", "file contains no JSONL records", path)
-
-
-def read_jsonl(path: str, *, allow_empty: bool = False) -> List[Tuple[int, Dict[str, Any]]]:
-    """Return ``[(line_no, object), ...]``: :func:`iter_jsonl` as a list (same codes)."""
-    return list(iter_jsonl(path, allow_empty=allow_empty))
+    """:func:`pyutils.io.iter_jsonl` as the official evaluator reads: a BOM is an error
+    (INVALID_ENCODING) and a file without records is EMPTY_JSONL unless ``allow_empty``."""
+    return _iter_jsonl(path, allow_empty=allow_empty, bom="error")
 
 
 def read_kaldi_text(path: str) -> List[Tuple[int, str, str]]:
     """Read ``utt_id text...`` lines -> ``[(line_no, utt_id, text)]``; text may be empty."""
-    rows: List[Tuple[int, str, str]] = []
-    for line_no, line in iter_lines(path, bom="strip"):  # a BOM would glue onto the first id
-        if not line.strip():
-            continue
-        parts = line.strip().split(maxsplit=1)
-        rows.append((line_no, parts[0], parts[1] if len(parts) > 1 else ""))
-    return rows
+    return list(iter_kaldi_text(path))
 
 
 def require_field(obj: Dict[str, Any], key: str, path: Optional[str], line: Optional[int], *,
@@ -217,40 +90,25 @@ def check_not_input(output: Optional[str], inputs, option: str) -> None:
                                "it would overwrite its own input", output)
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to a temp file in the same folder, then ``os.replace``.
-
-    Code OUTPUT_WRITE_ERROR when the folder or file cannot be written.
-    """
-    atomic_write_chunks(path, (text.encode("utf-8"),))
-
-
 def atomic_write_chunks(path: str, chunks: Iterable[bytes]) -> None:
-    """Write the byte ``chunks`` (an iterable, consumed lazily) like :func:`atomic_write_text`.
+    """Write the byte ``chunks`` (an iterable, consumed lazily) with :func:`pyutils.io.atomic_write`.
 
-    Nothing appears at ``path`` unless every chunk was written; an error
-    raised by the iterable itself (a ScoringError, say) removes the temp file
-    and propagates unchanged.
+    Nothing appears at ``path`` unless every chunk was written; code
+    OUTPUT_WRITE_ERROR when the folder or file cannot be written. An error
+    raised by the iterable itself (a ScoringError, say) propagates unchanged.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = None
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=os.path.basename(path), dir=folder)
-        follow_umask(fd)  # mkstemp makes 0600; outputs follow the umask
-        with os.fdopen(fd, "wb") as handle:
+        with atomic_write(path, "wb") as handle:
             for chunk in chunks:
                 handle.write(chunk)
-        os.replace(tmp, path)
     except OSError as exc:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
         raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write ({exc.strerror or type(exc).__name__})",
                            path) from None
-    except BaseException:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    """:func:`atomic_write_chunks` of one UTF-8 text (code OUTPUT_WRITE_ERROR)."""
+    atomic_write_chunks(path, (text.encode("utf-8"),))
 
 
 class OrderedSpool:

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from rapidfuzz.distance import Levenshtein
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets, read_jsonl, read_kaldi_text, require_field
+from pyutils.scoring.io import check_id_sets, iter_jsonl, read_kaldi_text, require_field
 from pyutils.scoring.textnorm import LANGUAGES, TAG_RE, normalize_tag_label, parse_tagged
 from pyutils.tags import challenge_tags, map_label, nvbench_tags
 
@@ -74,7 +74,7 @@ def _rows(path: str, fmt: str, role: str, lang: Optional[str]) -> Dict[str, Tupl
         if not out:
             raise ScoringError("EMPTY_FILE", "no utterances", path)
         return out
-    for line, obj in read_jsonl(path):
+    for line, obj in list(iter_jsonl(path)):
         utt = require_field(obj, "utt_id", path, line, nonempty=True).strip()
         text = require_field(obj, "text_with_nvvs", path, line)
         row_lang = lang

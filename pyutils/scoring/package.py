@@ -29,7 +29,8 @@ import zipfile
 from typing import Dict, List, Optional
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import atomic_write_text, check_not_input, iter_lines, read_kaldi_text
+from pyutils.io import iter_lines
+from pyutils.scoring.io import atomic_write_text, check_not_input, read_kaldi_text
 from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
 from pyutils.file_mode import follow_umask

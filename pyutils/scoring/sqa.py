@@ -36,7 +36,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets, read_jsonl, require_field
+from pyutils.scoring.io import check_id_sets, iter_jsonl, require_field
 
 FAULTS = ("noise", "distortion", "pause")
 FRAME_S = 0.02
@@ -257,8 +257,8 @@ def score_sqa(ref_rows, hyp_rows, *, ref_path: Optional[str] = None, hyp_path: O
 
 
 def score_sqa_files(ref_path: str, hyp_path: str) -> Dict[str, Any]:
-    refs = load_rows(read_jsonl(ref_path), ref_path)
-    hyps = load_rows(read_jsonl(hyp_path), hyp_path)
+    refs = load_rows(list(iter_jsonl(ref_path)), ref_path)
+    hyps = load_rows(list(iter_jsonl(hyp_path)), hyp_path)
     return score_loaded(refs, hyps, hyp_path)
 
 

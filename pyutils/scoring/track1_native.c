@@ -1,8 +1,8 @@
 /* Track 1 per-utterance scoring in C, a batch of utterances per call
- * (built by pyutils/scoring/native_build.py; used by pyutils/scoring/track1.py).
+ * (built by pyutils/scoring/native_build.py; driven by pyutils/scoring/track1_batch.py).
  *
- * The rules of pyutils/scoring/align.py and _LangAccumulator.add, on integer
- * codes (see _ReferenceTable in track1.py): tagged-token edit distance, the
+ * The rules of pyutils/scoring/align.py and LangAccumulator.add (track1_counts.py), on integer
+ * codes (see ReferenceTable in track1_table.py): tagged-token edit distance, the
  * boundary map (the protocol's backtrace: diagonal, then delete a reference
  * unit, then insert), per-tag TP by the two-pointer sweep, the tag-confusion
  * leftovers, and mNTD with the official script's float operations in the same

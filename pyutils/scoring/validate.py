@@ -19,7 +19,8 @@ from typing import List, Optional, Tuple
 from pyutils.safe_paths import confined, name_problem
 from pyutils.wav_header import wav_truncation
 from pyutils.scoring.errors import FailedReport, ScoringError
-from pyutils.scoring.io import check_id_sets, iter_lines, read_jsonl, require_field
+from pyutils.io import iter_lines
+from pyutils.scoring.io import check_id_sets, iter_jsonl, require_field
 
 SR = 16000
 SILENT_PEAK = 1e-3
@@ -32,10 +33,10 @@ def validate_track1(hyp_path: str, ref_path: Optional[str] = None) -> List[str]:
     from pyutils.scoring import track1
     from pyutils.scoring.textnorm import parse_tagged
 
-    hyps = track1.load_submission_rows(read_jsonl(hyp_path), hyp_path)
+    hyps = track1.load_submission_rows(list(iter_jsonl(hyp_path)), hyp_path)
     tags: Counter = Counter()
     if ref_path:
-        refs = track1.load_reference_rows(read_jsonl(ref_path), ref_path)
+        refs = track1.load_reference_rows(list(iter_jsonl(ref_path)), ref_path)
         check_id_sets(refs.keys(), hyps.keys(), hyp_path)
         order = sorted(refs, key=lambda u: (refs[u][0] != "en", u))  # official scoring order
         langs = {u: refs[u][0] for u in refs}
@@ -120,7 +121,7 @@ def convert_wav(src: str, dst: str, sample_rate: int = SR) -> None:
 
 def _read_ids(ref_path: str) -> List[str]:
     ids = []
-    for line, obj in read_jsonl(ref_path):
+    for line, obj in list(iter_jsonl(ref_path)):
         utt = require_field(obj, "utt_id", ref_path, line, nonempty=True).strip()
         if name_problem(utt):  # <utt_id>.wav is a file name in the submission folder
             raise ScoringError("INVALID_UTT_ID", f"utt_id {utt!r} {name_problem(utt)}: "

@@ -24,7 +24,8 @@ import math
 from typing import Any, Dict, List, Mapping, Optional
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets, iter_lines
+from pyutils.io import iter_lines
+from pyutils.scoring.io import check_id_sets
 
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
 ID_KEYS = ("utt", "converted", "utt_id", "name")

@@ -34,8 +34,8 @@ import numpy as np
 from scipy.ndimage import minimum_filter1d
 
 from pyutils.sqa.audio import AudioError, load_audio
-from pyutils.sqa.common import (FAULTS, FRAME_SHIFT, SAMPLE_RATE, num_grid_frames, read_jsonl, read_scp,
-                                write_jsonl)
+from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SAMPLE_RATE, num_grid_frames
+from pyutils.io import read_jsonl, read_scp, write_jsonl
 from pyutils.sqa.postproc import smooth_and_threshold
 from pyutils.sqa.common import frames_to_intervals
 

@@ -35,7 +35,8 @@ from typing import Dict, List, Tuple
 from pyutils.datadir.io import DataDirError, read_kv
 from pyutils.scoring.errors import ScoringError
 from pyutils.scoring.sqa import frame_iou, frame_ranges, parse_row
-from pyutils.sqa.common import FAULTS, read_jsonl
+from pyutils.sqa.common import FAULTS
+from pyutils.io import read_jsonl
 
 
 def load_kinds(path: str) -> Dict[str, List[Tuple[str, str, float, float]]]:

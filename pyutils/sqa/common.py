@@ -8,13 +8,11 @@ division) satisfies ``s <= c_i < e``.
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Dict, Iterable, Iterator, List, Sequence
+from typing import Dict, Iterable, List, Sequence
 
 import numpy as np
 
-from pyutils.datadir.io import atomic_write
 
 FAULTS = ("noise", "distortion", "pause")
 FRAME_SHIFT = 0.02  # seconds, the scoring grid
@@ -46,46 +44,6 @@ def frames_to_intervals(mask: np.ndarray) -> List[List[float]]:
     starts = np.flatnonzero(diff == 1)
     ends = np.flatnonzero(diff == -1)
     return [[round(s * FRAME_SHIFT, 3), round(e * FRAME_SHIFT, 3)] for s, e in zip(starts, ends)]
-
-
-def read_jsonl(path: str) -> List[dict]:
-    """Rows of a JSONL file; a bad line raises ``ValueError`` naming file:line."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc}") from exc
-    return rows
-
-
-def write_jsonl(path: str, rows: Iterable[dict]) -> None:
-    """Write rows atomically (temp file then ``os.replace``)."""
-    with atomic_write(path) as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    with atomic_write(path) as f:
-        f.write(text)
-
-
-def read_scp(path: str) -> Iterator[tuple]:
-    """``(key, rest)`` pairs of a Kaldi-style two-column file."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split(maxsplit=1)
-            if len(parts) != 2:
-                raise ValueError(f"{path}:{lineno}: expected '<key> <value>', got {line!r}")
-            yield parts[0], parts[1]
 
 
 def empty_faults() -> Dict[str, list]:

@@ -36,7 +36,8 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 import torch
 
-from pyutils.sqa.common import FAULTS, num_grid_frames, rasterise, read_jsonl, read_scp
+from pyutils.sqa.common import FAULTS, num_grid_frames, rasterise
+from pyutils.io import read_jsonl, read_scp
 
 
 def load_refs(path: str) -> Dict[str, dict]:

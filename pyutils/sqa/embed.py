@@ -50,7 +50,8 @@ from typing import Optional
 
 import numpy as np
 
-from pyutils.sqa.common import SAMPLE_RATE, read_scp
+from pyutils.sqa.common import SAMPLE_RATE
+from pyutils.io import read_scp
 
 DEFAULT_CFG = {"whisper": "base", "whisper_layer": 3, "p808": True, "p835": False,
                "frames_dim": 0, "frames_seed": 0}

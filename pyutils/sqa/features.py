@@ -27,7 +27,8 @@ import scipy.fft
 import soundfile as sf
 
 from pyutils.sqa.audio import AudioError, load_audio
-from pyutils.sqa.common import SAMPLE_RATE, read_scp
+from pyutils.sqa.common import SAMPLE_RATE
+from pyutils.io import read_scp
 
 WIN, HOP, NFFT = 400, 160, 512
 

@@ -20,7 +20,8 @@ import time
 import numpy as np
 import torch
 
-from pyutils.sqa.common import num_grid_frames, read_scp, write_jsonl
+from pyutils.sqa.common import num_grid_frames
+from pyutils.io import read_scp, write_jsonl
 from pyutils.sqa.model import ModelFileError, fit_length, frames_to_grid, load_model
 from pyutils.sqa.postproc import make_row, read_postproc
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pyutils.sqa.common import read_jsonl, read_scp, write_jsonl
+from pyutils.io import read_jsonl, read_scp, write_jsonl
 
 
 def check_rows(rows, ids, path):

@@ -13,7 +13,8 @@ import sys
 
 import numpy as np
 
-from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SAMPLE_RATE, read_jsonl, read_scp
+from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SAMPLE_RATE
+from pyutils.io import read_jsonl, read_scp
 
 COLORS = {"noise": "tab:orange", "distortion": "tab:red", "pause": "tab:blue"}
 

@@ -290,7 +290,7 @@ def sweep(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], region_t
 
 
 def _sweep_main(args) -> int:
-    from pyutils.sqa.common import read_jsonl
+    from pyutils.io import read_jsonl
 
     try:
         values = [float(v) for v in args.values.split(",") if v.strip()]
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "sweep":
         return _sweep_main(args)
-    from pyutils.sqa.common import read_jsonl
+    from pyutils.io import read_jsonl
 
     grid = QUICK_GRID if args.quick else GRID
     outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)

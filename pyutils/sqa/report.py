@@ -20,7 +20,8 @@ import sys
 import time
 
 from pyutils.jobs.stage_times import markdown as stage_times_markdown
-from pyutils.sqa.common import FAULTS, write_text_atomic
+from pyutils.sqa.common import FAULTS
+from pyutils.io import atomic_write_text as write_text_atomic
 
 
 def _load(path):

@@ -27,7 +27,8 @@ from typing import List
 
 from pyutils.cli_types import non_negative_int, positive_int
 from pyutils.jobs import resolve_cmd
-from pyutils.synth.io import read_jsonl, write_text
+from pyutils.io import read_jsonl
+from pyutils.synth.io import write_text
 from pyutils.synth.worker import KIND_MODULES, render_item
 
 FORMAT_VERSION = 1
@@ -315,6 +316,11 @@ def main(argv=None) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         print(f"chorus-synth {args.kind}: error: --out {args.out}: exists and is not a folder", file=sys.stderr)
         return 2
+    if args.cmd:
+        from pyutils.jobs import cmd_problem
+        if cmd_problem(args.cmd):
+            print(f"chorus-synth {args.kind}: error: --cmd {args.cmd!r}: {cmd_problem(args.cmd)}", file=sys.stderr)
+            return 2
     try:
         run(args)
     except SynthArgError as e:

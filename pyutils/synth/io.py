@@ -1,37 +1,17 @@
-"""Writers for Kaldi data dirs and JSONL (atomic: temp file, then rename)."""
+"""Writers for the mini corpora's Kaldi data dirs (atomic: :mod:`pyutils.io`)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Iterable, List
 
+from pyutils.io import atomic_write_lines
+
 
 def write_text(path: str | os.PathLike, lines: Iterable[str]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, path)
-
-
-def write_jsonl(path: str | os.PathLike, rows: Iterable[dict]) -> None:
-    write_text(path, (json.dumps(r, ensure_ascii=False, sort_keys=False) for r in rows))
-
-
-def read_jsonl(path: str | os.PathLike) -> List[dict]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{i}: bad JSON: {e}") from e
-    return out
+    """``lines`` (without line ends) one a line, atomically (:func:`pyutils.io.atomic_write_lines`)."""
+    atomic_write_lines(path, (line + "\n" for line in lines))
 
 
 def _c_sorted(keys):

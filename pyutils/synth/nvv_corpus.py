@@ -194,7 +194,8 @@ def render(item: dict, out_dir: str) -> dict:
 
 def write_outputs(out_dir: str, metas: List[dict], lang: str) -> None:
     """Kaldi data dirs, ``ref/{split}.jsonl`` and ``events/{split}.jsonl``."""
-    from pyutils.synth.io import write_datadir, write_jsonl
+    from pyutils.io import write_jsonl
+    from pyutils.synth.io import write_datadir
 
     for split in SPLITS:
         rows = sorted((m for m in metas if m["split"] == split), key=lambda m: m["utt_id"])

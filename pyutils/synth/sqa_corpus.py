@@ -317,7 +317,8 @@ def plan_from_args(args) -> List[dict]:
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:
     """Kaldi data dirs (with the clean ``text``), ``ref/{split}.jsonl``, ``faults/{split}.jsonl``."""
-    from pyutils.synth.io import write_datadir, write_jsonl
+    from pyutils.io import write_jsonl
+    from pyutils.synth.io import write_datadir
 
     splits = SPLITS + ((REAL_SPLIT,) if any(m["split"] == REAL_SPLIT for m in metas) else ())
     for split in splits:

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Callable, Dict
 
-from pyutils.synth.io import read_jsonl, write_jsonl
+from pyutils.io import read_jsonl, write_jsonl
 
 KIND_MODULES = {"nvv": "pyutils.synth.nvv_corpus", "sqa": "pyutils.synth.sqa_corpus",
                 "vc": "pyutils.synth.vc_corpus"}

@@ -48,7 +48,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.datadir.io import atomic_write, read_kv, read_wav_scp_entry
+from pyutils.datadir.io import read_kv, read_wav_scp_entry
+from pyutils.io import InputError, atomic_write, iter_jsonl
 from pyutils.tts.frontend import tag_part_of
 
 PAUSE_TOKENS = frozenset({"|", ",", ".", "?", "!"})
@@ -340,14 +341,11 @@ def load_set(set_dir: str, fe, hop_s: float) -> List[Utt]:
     events: Dict[str, List[dict]] = {}
     ev_path = os.path.join(set_dir, "events.jsonl")
     if os.path.isfile(ev_path):
-        with open(ev_path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        row = json.loads(line)
-                        events[str(row["utt_id"])] = list(row.get("events") or [])
-                    except (ValueError, KeyError, TypeError) as e:
-                        raise AlignError(f"{ev_path}:{lineno}: bad event row ({e})") from None
+        for lineno, row in iter_jsonl(ev_path):  # InputError (file:line) on a line that is not an object
+            try:
+                events[str(row["utt_id"])] = list(row.get("events") or [])
+            except (KeyError, TypeError) as e:
+                raise AlignError(f"{ev_path}:{lineno}: bad event row ({e})") from None
     utts = []
     for uid, toks in text.items():
         if uid not in wavs:
@@ -538,7 +536,7 @@ def main(argv=None) -> int:
             stats["sets"][d] = dict(counts, utts=len(sets[d]),
                                     pinned=sum(bool(u.spans) for u in sets[d]))
             log(f"{d}/durations written ({counts})")
-    except (AlignError, OSError) as e:
+    except (AlignError, InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stats["seconds"] = round(time.time() - t0, 1)

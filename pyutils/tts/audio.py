@@ -16,33 +16,15 @@ import json
 import os
 import sys
 from fractions import Fraction
-from typing import Dict, List, Tuple
+from typing import Dict
 
 import numpy as np
 import soundfile as sf
 from scipy import signal
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write_lines, read_scp
 
 SUBMISSION_SR = 16000
-
-
-def read_scp(path: str) -> List[Tuple[str, str]]:
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.rstrip("\n").split(maxsplit=1)
-            if not parts:
-                continue
-            if len(parts) != 2:
-                raise ValueError(f"{path}:{lineno}: expected '<key> <value>'")
-            rows.append((parts[0], parts[1]))
-    return rows
-
-
-def write_lines_atomic(path: str, lines: List[str]) -> None:
-    with atomic_write(path) as f:
-        f.writelines(lines)
 
 
 def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
@@ -123,7 +105,7 @@ def postprocess_scp(scp: str, out_dir: str, out_scp: str, target_db: float = -23
         dst = os.path.abspath(os.path.join(out_dir, f"{uid}.wav"))
         sf.write(dst, to_submission_audio(y, SUBMISSION_SR), SUBMISSION_SR, subtype="PCM_16")
         lines.append(f"{uid} {dst}\n")
-    write_lines_atomic(out_scp, lines)
+    atomic_write_lines(out_scp, lines)
     return len(lines)
 
 
@@ -188,7 +170,7 @@ def check_scp(scp: str, fs: int, fix_dir: str) -> int:
             sf.write(path, y.astype(np.float32), fs, subtype="PCM_16")
             fixed += 1
         out.append(f"{uid} {path}\n")
-    write_lines_atomic(scp, out)
+    atomic_write_lines(scp, out)
     print(f"{scp}: {len(rows)} entries readable, {fixed} converted/materialised at {fs} Hz mono", file=sys.stderr)
     return fixed
 
@@ -204,7 +186,7 @@ def make_utt2sid(spk2sid: str, utt2spk: str, out: str) -> None:
     if unknown:
         print(f"warning: {utt2spk}: speakers {sorted(unknown)} unseen in training; using sid {default}",
               file=sys.stderr)
-    write_lines_atomic(out, lines)
+    atomic_write_lines(out, lines)
 
 
 def split_scp(path: str, prefix: str, n: int) -> None:
@@ -212,12 +194,12 @@ def split_scp(path: str, prefix: str, n: int) -> None:
     with open(path, encoding="utf-8") as f:
         lines = [ln for ln in f if ln.strip()]
     for i, chunk in enumerate(np.array_split(np.arange(len(lines)), n), 1):
-        write_lines_atomic(f"{prefix}.{i}.scp", [lines[j] for j in chunk])
+        atomic_write_lines(f"{prefix}.{i}.scp", [lines[j] for j in chunk])
 
 
 def text_to_jsonl(text: str, out: str, lang: str) -> None:
     rows = read_scp(text)
-    write_lines_atomic(out, [json.dumps({"utt_id": u, "language": lang, "text_with_nvvs": t},
+    atomic_write_lines(out, [json.dumps({"utt_id": u, "language": lang, "text_with_nvvs": t},
                                         ensure_ascii=False) + "\n" for u, t in rows])
 
 

@@ -29,7 +29,9 @@ from typing import Dict, List, Optional
 import numpy as np
 import soundfile as sf
 
-from pyutils.tts.audio import read_scp, resample, write_lines_atomic
+from pyutils.io import atomic_write, atomic_write_lines, read_scp, write_jsonl
+from pyutils.io import read_text as _read_text
+from pyutils.tts.audio import resample
 from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half, tag_counts
 
 SR = 16000
@@ -49,19 +51,8 @@ def load_16k(path: str) -> np.ndarray:
 
 
 def read_text(path: Optional[str]) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    if not path or not os.path.isfile(path):
-        return out
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split(maxsplit=1)
-            if parts:
-                out[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return out
-
-
-def write_jsonl(path: str, rows: List[dict]) -> None:
-    write_lines_atomic(path, [json.dumps(r, ensure_ascii=False) + "\n" for r in rows])
+    """A Kaldi text file as a dict; ``{}`` when there is none (no ``--ref-text`` given)."""
+    return _read_text(path) if path and os.path.isfile(path) else {}
 
 
 def score_asr_generic(refs: Dict[str, str], hyps: Dict[str, str], lang: str) -> dict:
@@ -106,6 +97,8 @@ def score_asr(refs: Dict[str, str], hyps: Dict[str, str], lang: str, out_dir: st
     for scorer in ("nvbench", "track1"):
         js = os.path.join(out_dir, f"{scorer}_{name}.json")
         cmd = ["chorus-score", scorer, "--ref", ref_path, "--hyp", hyp_path, "--output-json", js]
+        if scorer == "track1":
+            cmd.append("--single-language")  # one language a run (the bilingual score needs both)
         r = subprocess.run(cmd, capture_output=True, text=True)
         print(r.stdout + r.stderr, file=sys.stderr)
         if r.returncode != 0:
@@ -285,7 +278,7 @@ def main(argv=None) -> int:
         rows.append(f"{u}\t{utt2spk.get(u, '')}\t{len(synth_wav[u]) / SR:.2f}\t"
                     f"{metrics['speaker']['per_utt'].get(u, float('nan')):.3f}\t{dn_s[u]['OVRL']:.2f}\t"
                     f"{refs[u]}\t{hyp_s.get(u, '-')}\t{judge_s.get(u, '-')}\n")
-    write_lines_atomic(os.path.join(a.out_dir, "per_utt.tsv"), rows)
+    atomic_write_lines(os.path.join(a.out_dir, "per_utt.tsv"), rows)
     if metrics.get("asr_synth"):
         real_tab = metrics.get("asr_real", {}).get("per_tag", {}) if metrics.get("asr_real") else {}
         lines = ["tag\trequested\tfound_synth\trecall_synth\tfound_real\trecall_real\n"]
@@ -293,7 +286,7 @@ def main(argv=None) -> int:
             rr = real_tab.get(tag, {})
             lines.append(f"{tag}\t{r['requested']}\t{r['found']}\t{r['recall']:.3f}\t"
                          f"{rr.get('found', '-')}\t{rr.get('recall', float('nan')):.3f}\n")
-        write_lines_atomic(os.path.join(a.out_dir, "per_tag.tsv"), lines)
+        atomic_write_lines(os.path.join(a.out_dir, "per_tag.tsv"), lines)
 
     # 4. spectrograms with tag positions
     try:
@@ -308,9 +301,8 @@ def main(argv=None) -> int:
         log(f"WARNING: plot failed: {e!r}")
         metrics["plot"] = None
 
-    with open(os.path.join(a.out_dir, "metrics.json.tmp"), "w", encoding="utf-8") as f:
+    with atomic_write(os.path.join(a.out_dir, "metrics.json")) as f:
         json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))
-    os.replace(os.path.join(a.out_dir, "metrics.json.tmp"), os.path.join(a.out_dir, "metrics.json"))
     s = metrics["speaker"]
     log(f"SIM={s['SIM']:.3f} (real LOO {s['SIM_real_leave_one_out']:.3f}) "
         f"OVRL={metrics['dnsmos_synth']['OVRL']:.2f} (real {metrics['dnsmos_real']['OVRL']:.2f}) "

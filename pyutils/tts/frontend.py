@@ -30,6 +30,7 @@ import sys
 import unicodedata
 from typing import Callable, Dict, List, Sequence, Tuple
 
+from pyutils.io import atomic_write
 from pyutils.tags import challenge_tags, normalize_tag_label
 
 WORD_SEP = "|"
@@ -363,8 +364,6 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
 
     Errors name ``file:line``; the output is written to a temp file and renamed.
     """
-    import os
-
     ids, texts = [], []
     with open(in_path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -385,13 +384,11 @@ def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
             texts.append(parts[1])
     fe = Frontend(lang, token_type, pauses=pauses, tag_parts=tag_parts)
     tokens = fe.tokenize_many(texts)
-    tmp = out_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_write(out_path) as f:
         for uid, toks, text in zip(ids, tokens, texts):
             if not toks:
                 raise FrontendError(f"{in_path}: {uid}: text {text!r} gives no tokens")
             f.write(f"{uid} {' '.join(toks)}\n")
-    os.replace(tmp, out_path)
     return len(ids)
 
 

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write_lines
 from pyutils.tts.frontend import FrontendError, split_tagged
 
 # utt_id becomes a file name (<utt_id>.wav) and a Kaldi key: no spaces, no slashes.
@@ -110,11 +110,6 @@ def check_kaldi_text(path: str) -> List[InputProblem]:
     return problems
 
 
-def _write_atomic(path: str, lines: List[str]) -> None:
-    with atomic_write(path) as f:
-        f.writelines(lines)
-
-
 def jsonl_to_datadir(path: str, out_dir: str, spk: str) -> int:
     """Write ``text``, ``utt2spk``, ``spk2utt`` for synthesis (all rows use voice ``spk``)."""
     rows, problems = read_tts_jsonl(path)
@@ -122,9 +117,9 @@ def jsonl_to_datadir(path: str, out_dir: str, spk: str) -> int:
         raise ValueError("\n".join(map(str, problems)))
     rows.sort()
     os.makedirs(out_dir, exist_ok=True)
-    _write_atomic(os.path.join(out_dir, "text"), [f"{u} {t}\n" for u, t in rows])
-    _write_atomic(os.path.join(out_dir, "utt2spk"), [f"{u} {spk}\n" for u, _ in rows])
-    _write_atomic(os.path.join(out_dir, "spk2utt"), [f"{spk} {' '.join(u for u, _ in rows)}\n"])
+    atomic_write_lines(os.path.join(out_dir, "text"), [f"{u} {t}\n" for u, t in rows])
+    atomic_write_lines(os.path.join(out_dir, "utt2spk"), [f"{u} {spk}\n" for u, _ in rows])
+    atomic_write_lines(os.path.join(out_dir, "spk2utt"), [f"{spk} {' '.join(u for u, _ in rows)}\n"])
     return len(rows)
 
 

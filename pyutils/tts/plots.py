@@ -9,7 +9,6 @@ transcript of the synthesis is printed under the panel, tags in upper case.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import textwrap
@@ -17,19 +16,15 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from pyutils.io import read_jsonl
 from pyutils.tts.frontend import tag_part_of, token_to_tag
 from pyutils.tts.metrics import token_spans
 
 
 def _read_events(path: str) -> Dict[str, List[dict]]:
-    out = {}
-    if path and os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    row = json.loads(line)
-                    out[row["utt_id"]] = row.get("events", [])
-    return out
+    if not path or not os.path.isfile(path):
+        return {}
+    return {row["utt_id"]: row.get("events", []) for row in read_jsonl(path)}
 
 
 def _read_durations(path: Optional[str]) -> Dict[str, List[float]]:

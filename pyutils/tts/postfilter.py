@@ -30,7 +30,7 @@ import sys
 
 import numpy as np
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 # Bands whose predicted trajectory is (numerically) flat are left alone: their
 # variance ratio is undefined and a huge scale would only amplify rounding noise.
@@ -107,7 +107,7 @@ def training_gv(config: dict, wav_scp: str, max_utts: int = 0) -> tuple[np.ndarr
     import torch
     from espnet2.tts.feats_extract.log_mel_fbank import LogMelFbank
 
-    from pyutils.tts.audio import read_scp
+    from pyutils.io import read_scp
 
     if config.get("feats_extract") != "fbank":
         raise ValueError(f"feats_extract {config.get('feats_extract')!r}: the GV post-filter is for log-mel (fbank) models")

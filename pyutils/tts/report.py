@@ -16,6 +16,7 @@ import socket
 import sys
 from typing import List, Optional
 
+from pyutils.io import atomic_write_text
 from pyutils.jobs.stage_times import markdown as stage_times_markdown
 
 
@@ -224,9 +225,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     sets = [tuple(s.split("=", 1)) for s in a.sets]
     text = render(a.exp, a.config, a.lang, a.preset, sets, a.align_stats, a.stage_times)
-    with open(a.out + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(a.out + ".tmp", a.out)
+    atomic_write_text(a.out, text)
     return 0
 
 

@@ -69,11 +69,9 @@ def main(argv=None) -> int:
         p.error("the output token list is required (or use --check)")
     with open(a.token_text, encoding="utf-8") as f:
         toks = build_token_list(f)
-    with open(a.out + ".tmp", "w", encoding="utf-8") as f:
-        f.write("\n".join(toks) + "\n")
-    import os
+    from pyutils.io import atomic_write_text
 
-    os.replace(a.out + ".tmp", a.out)
+    atomic_write_text(a.out, "\n".join(toks) + "\n")
     return 0
 
 

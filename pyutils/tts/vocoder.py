@@ -38,7 +38,7 @@ import numpy as np
 import soundfile as sf
 import yaml
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 from pyutils.tts.postfilter import check_strength, gv_postfilter, load_gv
 
 

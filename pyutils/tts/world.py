@@ -252,7 +252,7 @@ def extract_scp(wav_scp: str, out_scp: str, c: WorldConfig) -> int:
     import kaldiio
     import soundfile as sf
 
-    from pyutils.tts.audio import read_scp
+    from pyutils.io import read_scp
 
     entries = read_scp(wav_scp)
     ark = os.path.splitext(out_scp)[0] + ".ark"

@@ -29,7 +29,7 @@ import json
 import sys
 from typing import Dict, List, Optional
 
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 from pyutils.scoring.vc import combine
 from pyutils.vc.evaluate import _read_text, wer_percent
 

@@ -32,7 +32,7 @@ from typing import List, Optional
 import numpy as np
 
 from pyutils.vc.evaluate import SR, load_audio, read_pair_table
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 
 def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:

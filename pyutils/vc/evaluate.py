@@ -35,7 +35,7 @@ import sys
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write, read_text
 
 SR = 16000
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
@@ -178,15 +178,7 @@ def read_pair_table(path: str) -> List[Dict[str, str]]:
 
 
 def _read_text(path: Optional[str]) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    if not path:
-        return out
-    with open(path, "r", encoding="utf-8") as handle:
-        for raw in handle:
-            parts = raw.rstrip("\n").split(maxsplit=1)
-            if parts:
-                out[parts[0]] = parts[1] if len(parts) > 1 else ""
-    return out
+    return read_text(path) if path else {}
 
 
 def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, Mapping
 
-from pyutils.datadir import atomic_write
+from pyutils.io import atomic_write
 from pyutils.datadir import read_kv as _read_kv
 from pyutils.datadir import write_kv as _write_kv
 

@@ -28,7 +28,7 @@ import sys
 from typing import Dict, List, Optional
 
 import numpy as np
-from pyutils.datadir.io import atomic_write
+from pyutils.io import atomic_write
 
 
 def read_components(path: str) -> List[Dict[str, str]]:

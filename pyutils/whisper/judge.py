@@ -24,7 +24,8 @@ import time
 
 import numpy as np
 
-from pyutils.datadir.io import AudioReadError, atomic_write, read_kv, read_wav_scp_entry
+from pyutils.datadir.io import AudioReadError, read_kv, read_wav_scp_entry
+from pyutils.io import atomic_write
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 SR = 16000

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from pyutils.asr import tags_text
 from pyutils.asr.text_norm import NO_SPACE_LANGS
-from pyutils.datadir.io import atomic_write, read_kv
+from pyutils.datadir.io import read_kv
+from pyutils.io import atomic_write
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 TOKEN_OFFSET = 1
