@@ -119,3 +119,53 @@ def test_vc_components_and_report_carry_second_judges(tmp_path):
     assert "| d-vector + DistillMOS | 65.00 | 60.00 | 42.00 | 5.00 | 37.50 |" in text
     assert "The two speaker encoders agree on the sign of SIM_gain." in text
     assert R.check(str(res))["test"]["SIM_gain"] == pytest.approx(7.5)
+
+
+REAL = Path(__file__).resolve().parents[1] / "tools" / "models" / "real_speech"
+
+
+def test_vc_evaluate_cli_writes_second_judges_columns(tmp_path):
+    import shutil
+
+    from pyutils.vc import evaluate as E
+
+    src, tgt = REAL / "arctic_a0009.wav", REAL / "arctic_a0007.wav"
+    out = tmp_path / "wav"
+    out.mkdir()
+    shutil.copy(src, out / "p1.wav")                         # "conversion" = the source itself
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(f"p1\t{src}\t{tgt}\tp1.wav\n", encoding="utf-8")
+    (tmp_path / "ref").write_text("p1 author of the danger trail\n", encoding="utf-8")
+    (tmp_path / "hyp").write_text("p1 author of the danger\n", encoding="utf-8")
+    comp = tmp_path / "components.tsv"
+    assert E.main(["--pairs", str(pairs), "--out-dir", str(out), "--ref-text", str(tmp_path / "ref"),
+                   "--hyp-text", str(tmp_path / "hyp"), "--output", str(comp)]) == 0
+    header, row = (line.split("\t") for line in comp.read_text(encoding="utf-8").splitlines())
+    r = dict(zip(header, row))
+    assert float(r["sim_src_out_dvec"]) > 99.0 and float(r["sim_src_out"]) > 99.0   # same file
+    assert 0.0 <= float(r["sim_ref_out_dvec"]) < 99.0
+    assert 1.0 <= float(r["distillmos"]) <= 5.0
+    assert float(r["mos_distill"]) == pytest.approx(25 * (float(r["distillmos"]) - 1), abs=0.01)
+    assert float(r["wer"]) == pytest.approx(20.0)
+
+
+def test_tts_evaluate_cli_reports_both_encoders(tmp_path):
+    from pyutils.tts import evaluate as T
+
+    real = tmp_path / "real"
+    real.mkdir()
+    wavs = {"a1": REAL / "arctic_a0007.wav", "a2": REAL / "arctic_a0009.wav"}
+    (real / "wav.scp").write_text("".join(f"{u} {p}\n" for u, p in wavs.items()))
+    (real / "text.tagged").write_text("a1 hello there\na2 good morning\n")
+    (real / "utt2spk").write_text("a1 s1\na2 s1\n")
+    synth = tmp_path / "synth.scp"
+    synth.write_text("".join(f"{u} {p}\n" for u, p in wavs.items()))
+    assert T.main(["--real-dir", str(real), "--synth-scp", str(synth), "--lang", "en", "--n-plots", "0",
+                   "--out-dir", str(tmp_path / "e")]) == 0
+    m = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert set(m["speaker_dvector"]["per_utt"]) == {"a1", "a2"}
+    assert m["speaker_dvector"]["SIM"] > m["speaker_dvector"]["SIM_real_leave_one_out"]  # synth = real
+    assert 1.0 <= m["distillmos_synth"]["MOS"] <= 5.0
+    assert m["distillmos_real"]["MOS"] == pytest.approx(m["distillmos_synth"]["MOS"])
+    header = (tmp_path / "e" / "per_utt.tsv").read_text().splitlines()[0].split("\t")
+    assert header[5:7] == ["SIM_dvector", "DistillMOS"]
