@@ -190,3 +190,16 @@ def test_evaluate_clis_name_a_broken_judge_package(tmp_path, monkeypatch, capsys
     assert not (tmp_path / "c.tsv").exists()
     assert E.main(args + ["--second-judges", "false"]) == 0
     assert "sim_ref_out_dvec" not in (tmp_path / "c.tsv").read_text().splitlines()[0]
+
+
+def test_distillmos_imports_without_a_working_torchaudio(monkeypatch):
+    import sys
+
+    from pyutils.judges import mos
+
+    for name in [m for m in sys.modules if m.startswith("distillmos")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "torchaudio", None)      # "import torchaudio" now fails
+    cls = mos._import_model_class()
+    assert cls.__name__ == "ConvTransformerSQAModel"
+    assert sys.modules["torchaudio"] is None                   # the placeholder is gone again

@@ -52,17 +52,17 @@ def _import_model_class():
     except OSError as exc:  # torchaudio native libraries failing to load
         if "torchaudio" not in str(exc):
             raise
-    saved = sys.modules.get("torchaudio")
+    had, saved = "torchaudio" in sys.modules, sys.modules.get("torchaudio")
     sys.modules["torchaudio"] = types.ModuleType("torchaudio")
     try:
         for name in [m for m in sys.modules if m.startswith("distillmos")]:
             del sys.modules[name]
         return importlib.import_module("distillmos.sqa").ConvTransformerSQAModel
     finally:
-        if saved is None:
-            del sys.modules["torchaudio"]
-        else:
+        if had:
             sys.modules["torchaudio"] = saved
+        else:
+            del sys.modules["torchaudio"]
 
 
 def mos100(mos: float) -> float:
