@@ -85,9 +85,10 @@ def _audio_problem(path: str) -> Optional[str]:
     return None
 
 
-def read_src_text(path: str, problems: List[str]) -> Dict[str, str]:
+def read_src_text(path: str, problems: List[str]) -> Optional[Dict[str, str]]:
     """``<id> <transcript>`` lines of a Kaldi text; problems (``FILE:LINE: CODE: ...``,
-    codes UNREADABLE_TEXT, EMPTY_TEXT, DUPLICATE_ID) are appended to ``problems``."""
+    codes UNREADABLE_TEXT, EMPTY_TEXT, DUPLICATE_ID) are appended to ``problems``.
+    None when the file cannot be opened at all."""
     out: Dict[str, str] = {}
     seen: Dict[str, int] = {}
     try:
@@ -95,7 +96,7 @@ def read_src_text(path: str, problems: List[str]) -> Dict[str, str]:
             raw_lines = handle.read().split(b"\n")
     except OSError as exc:
         problems.append(f"{path}: UNREADABLE_TEXT: {exc.strerror or exc}")
-        return out
+        return None
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
     for line_no, raw in enumerate(raw_lines, start=1):
