@@ -1335,6 +1335,48 @@ def _(d):
     return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
 
 
+# ----------------------------------------------------------------- pyutils.vc.pairs: source transcripts
+def vc_pairs(*args):
+    return py("pyutils.vc.pairs", *args)
+
+
+@case("vc-pairs-text-column-on-some-lines")
+def _(d):
+    s, t = wav(d / "s.wav"), wav(d / "t.wav")
+    pairs = write(d / "pairs.tsv", f"{s}\t{t}\ta.wav\txin chào\n{s}\t{t}\tb.wav\n")
+    return Expect(vc_pairs("--pairs", pairs), where=f"{pairs}:2", text="TEXT_MISSING")
+
+
+@case("vc-pairs-text-column-empty")
+def _(d):
+    s, t = wav(d / "s.wav"), wav(d / "t.wav")
+    pairs = write(d / "pairs.tsv", f"{s}\t{t}\ta.wav\txin\n{s}\t{t}\tb.wav\t \n")
+    return Expect(vc_pairs("--pairs", pairs), where=f"{pairs}:2", text="EMPTY_TEXT")
+
+
+@case("vc-pairs-src-text-latin1")
+def _(d):
+    s, t = wav(d / "s.wav"), wav(d / "t.wav")
+    pairs = write(d / "pairs.tsv", f"{s}\t{t}\ta.wav\n")
+    text = write(d / "text", b"a xin\nb caf\xe9\n")
+    return Expect(vc_pairs("--pairs", pairs, "--src-text", text), where=f"{text}:2", text="UNREADABLE_TEXT")
+
+
+@case("vc-pairs-src-text-lacks-a-pair")
+def _(d):
+    s, t = wav(d / "s.wav"), wav(d / "t.wav")
+    pairs = write(d / "pairs.tsv", f"{s}\t{t}\ta.wav\n{s}\t{t}\tb.wav\n")
+    text = write(d / "text", "a xin chào\n")
+    return Expect(vc_pairs("--pairs", pairs, "--src-text", text), where=f"{pairs}:2", text="NO_TRANSCRIPT")
+
+
+@case("vc-pairs-src-text-missing")
+def _(d):
+    s, t = wav(d / "s.wav"), wav(d / "t.wav")
+    pairs = write(d / "pairs.tsv", f"{s}\t{t}\ta.wav\n")
+    return Expect(vc_pairs("--pairs", pairs, "--src-text", d / "nope.txt"), where=str(d / "nope.txt"))
+
+
 # ----------------------------------------------------------------- running and classifying
 def _env(root: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""),

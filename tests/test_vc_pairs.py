@@ -106,3 +106,79 @@ def test_empty_source_and_missing_reference_named_by_line(tmp_path, audio):
         f"{tsv}:1: SOURCE_UNREADABLE: {empty}: audio has no samples",
         f"{tsv}:2: TARGET_MISSING: no_such_ref.wav: file not found",
     ]
+
+
+def test_fourth_column_transcripts_go_to_the_source_text(tmp_path, audio):
+    d, good, _ = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{good[0]}\t{good[1]}\tb.wav\t  xin   chào \n{good[2]}\t{good[1]}\ta.wav\ttạm biệt\n",
+                   encoding="utf-8")
+    text_dir = tmp_path / "test_src"        # the corpus transcripts lose against the user's
+    text_dir.mkdir()
+    (text_dir / "wav.scp").write_text(f"s0 {good[0]}\n", encoding="utf-8")
+    (text_dir / "text").write_text("s0 something else\n", encoding="utf-8")
+    src, ref = tmp_path / "src", tmp_path / "ref"
+    assert P.main(["--pairs", str(tsv), "--src-text-dir", str(text_dir),
+                   "--out-src", str(src), "--out-ref", str(ref)]) == 0
+    assert (src / "text").read_text(encoding="utf-8").splitlines() == ["a tạm biệt", "b xin chào"]
+    # the internal table keeps four columns: pair_id, source, target, name
+    assert all(len(line.split("\t")) == 4 for line in (src / "pairs.tsv").read_text().splitlines())
+    from pyutils.scoring.validate import validate_vc
+    out = tmp_path / "out"
+    out.mkdir()
+    for n in ("a.wav", "b.wav"):
+        _wav(str(out / n))
+    assert validate_vc(str(tsv), str(out))[-1] == "RESULT: OK"
+
+
+def test_src_text_file_by_pair_or_source_id(tmp_path, audio):
+    d, good, _ = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{good[0]}\t{good[1]}\tp1.wav\n{good[2]}\t{good[1]}\tp2.wav\n", encoding="utf-8")
+    text = tmp_path / "text"
+    text.write_text("p1 một hai\nu2 ba bốn\nu0 not used: the pair id wins\n", encoding="utf-8")
+    rows = P.read_pairs(str(tsv), src_text=str(text))
+    assert [(r.pair_id, r.text) for r in rows] == [("p1", "một hai"), ("p2", "ba bốn")]
+    src, ref = tmp_path / "src", tmp_path / "ref"
+    P.write_pair_dirs(rows, str(src), str(ref))
+    assert (src / "text").read_text(encoding="utf-8").splitlines() == ["p1 một hai", "p2 ba bốn"]
+
+
+def test_transcript_problems_name_file_and_line(tmp_path, audio):
+    d, good, _ = audio
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text(f"{good[0]}\t{good[1]}\tp1.wav\tmột\n"
+                   f"{good[0]}\t{good[1]}\tp2.wav\n"                 # 2 no transcript in a list with them
+                   f"{good[0]}\t{good[1]}\tp3.wav\t   \n"           # 3 empty transcript
+                   f"{good[0]}\t{good[1]}\tp4.wav\ta\tb\n",         # 4 five fields
+                   encoding="utf-8")
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(tsv))
+    text = "\n".join(info.value.problems)
+    assert f"{tsv}:2: TEXT_MISSING: line 1 gives a source transcript" in text
+    assert f"{tsv}:3: EMPTY_TEXT" in text
+    assert f"{tsv}:4: BAD_FIELDS" in text
+    assert len(info.value.problems) == 3
+
+    plain = tmp_path / "plain.tsv"
+    plain.write_text(f"{good[0]}\t{good[1]}\tp1.wav\n{good[2]}\t{good[1]}\tp2.wav\n", encoding="utf-8")
+    bad_text = tmp_path / "text"
+    bad_text.write_bytes("p1 một\np1 again\nu9\n".encode() + b"u8 caf\xe9\n")
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(plain), src_text=str(bad_text))
+    text = "\n".join(info.value.problems)
+    assert f"{bad_text}:2: DUPLICATE_ID: 'p1' already on line 1" in text
+    assert f"{bad_text}:3: EMPTY_TEXT" in text
+    assert f"{bad_text}:4: UNREADABLE_TEXT: not valid UTF-8" in text
+    assert f"{plain}:2: NO_TRANSCRIPT: neither the pair id 'p2' nor the source id 'u2'" in text
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(plain), src_text=str(tmp_path / "absent"))
+    assert [p.split(": ")[1] for p in info.value.problems] == ["UNREADABLE_TEXT"]   # not one per pair
+    both = tmp_path / "both.tsv"
+    both.write_text(f"{good[0]}\t{good[1]}\tp1.wav\tmột\n", encoding="utf-8")
+    good_text = tmp_path / "good_text"
+    good_text.write_text("p1 một\n", encoding="utf-8")
+    with pytest.raises(P.PairsError) as info:
+        P.read_pairs(str(both), src_text=str(good_text))
+    assert [p.split(": ")[1] for p in info.value.problems] == ["TEXT_TWICE"]
+    assert P.main(["--pairs", str(plain), "--src-text", str(bad_text)]) == 2

@@ -199,8 +199,9 @@ def validate_vc(pairs_path: str, out_dir: str, sample_rate: int = SR) -> List[st
         if not ln.strip():
             continue
         cells = ln.split("\t")
-        if len(cells) != 3 or not all(c.strip() for c in cells):
-            raise ScoringError("INVALID_PAIRS_ROW", "expected source<TAB>target<TAB>converted", pairs_path, k)
+        if len(cells) not in (3, 4) or not all(c.strip() for c in cells):
+            raise ScoringError("INVALID_PAIRS_ROW", "expected source<TAB>target<TAB>converted"
+                               "[<TAB>source transcript]", pairs_path, k)
         name = cells[2].strip()
         if name_problem(name):
             raise ScoringError("INVALID_PAIRS_ROW", f"converted name {name!r} {name_problem(name)}: "

