@@ -6,7 +6,7 @@
 #   . utils/parse_options.sh
 #   . utils/stage_prelude.sh "${expdir}"
 #
-# 1. Stage range: --stage and --stop-stage must be whole numbers in 0..${max_stage:-8}
+# 1. Stage range: --stage and --stop_stage (or --stop-stage) must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
 #    --nj (and --inference_nj where the script has it) must be whole numbers >= 1 (or auto).
 # 2. One run per exp dir: an flock on <expdir>/.run.lock, held for the whole run and
@@ -19,7 +19,7 @@
 # 3./4. Verified stage markers (stage_done/stage_mark, chain_done/chain_mark), below.
 # 5. log MESSAGE: "<time> (<script>:<line>:<function>) MESSAGE" on stdout (ESPnet's log()).
 # 6. Stages and their clock:
-#      stage_begin N NAME      # stage N starts: named by the failure line, clock reset
+#      stage_begin N NAME      # stage N starts (the open one ends): named by the failure line, clock reset
 #      ... the stage ...
 #      stage_end               # (no-op unless a stage is open) appends "N NAME<TAB>wall_s<TAB>cpu_s<TAB>load" to <expdir>/stage_times.tsv
 #    One timing file per exp dir, written only by the run that holds the lock (a nested stage
@@ -42,14 +42,14 @@ _sp_max=${max_stage:-8}
 for _sp_name in stage stop_stage; do
   _sp_val=${!_sp_name}
   [[ "${_sp_val}" =~ ^[0-9]+$ ]] \
-    || _sp_fail "--${_sp_name//_/-} '${_sp_val}' is not a stage number (0..${_sp_max})"
+    || _sp_fail "--${_sp_name} '${_sp_val}' is not a stage number (0..${_sp_max})"
   _sp_val=$((10#${_sp_val}))
   [ "${_sp_val}" -le "${_sp_max}" ] \
-    || _sp_fail "--${_sp_name//_/-} ${_sp_val} is out of range: stages are 0..${_sp_max}"
+    || _sp_fail "--${_sp_name} ${_sp_val} is out of range: stages are 0..${_sp_max}"
   printf -v "${_sp_name}" '%s' "${_sp_val}"
 done
 [ "${stage}" -le "${stop_stage}" ] \
-  || _sp_fail "--stage ${stage} is after --stop-stage ${stop_stage}: nothing would run"
+  || _sp_fail "--stage ${stage} is after --stop_stage ${stop_stage}: nothing would run"
 # Job counts: a whole number >= 1 (nj may also be "auto"; inference_nj may be empty)
 for _sp_name in nj inference_nj; do
   _sp_val=${!_sp_name-}
@@ -167,7 +167,8 @@ _sp_tck=$(getconf CLK_TCK)
 _sp_wall=${SECONDS}
 _sp_cpu=$(_sp_cpu_ticks)
 _sp_open=false
-stage_begin() {  # stage_begin N NAME
+stage_begin() {  # stage_begin N NAME (ends the stage still open, if any)
+  stage_end > /dev/null
   _sp_stage=$1; _sp_stage_name=${2:-}; _sp_open=true
   _sp_stage_t0=$(date +%s)
   _sp_wall=${SECONDS}; _sp_cpu=$(_sp_cpu_ticks)
