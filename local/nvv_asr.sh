@@ -494,12 +494,13 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ];
     # so that a tag absent from training still has its token.
     { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
       > "${token_dir}/vocab_text.txt"
+    # (the backend joins words without white space unquoted, Kaldi's rule: '<...>' quoted for its shell)
     timed espnet tokenize_text ${train_cmd} "${token_dir}/log/tokenize_text.log" \
       python -m espnet2.bin.tokenize_text \
         --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
         --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
         --cleaner none --g2p none --write_vocabulary true \
-        --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
+        --add_symbol "'<blank>:0'" --add_symbol "'<unk>:1'" --add_symbol "'<sos/eos>:-1'"
     ${train_cmd} "${token_dir}/log/check.log" \
       python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
         --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"

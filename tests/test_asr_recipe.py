@@ -25,8 +25,8 @@ def test_run_sh_help(recipe):
     r = run(["./run.sh", "--help"], ROOT / "egs" / recipe)
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr
-    for opt in ("--stage", "--stop-stage", "--preset", "--nj", "--ngpu", "--init-param", "--test-sets",
-                "--asr-exp", "--nvv-tags", "--token-type", "--inference-config"):
+    for opt in ("--stage", "--stop_stage", "--preset", "--nj", "--ngpu", "--init_param", "--test_sets",
+                "--asr_exp", "--nvv_tags", "--token_type", "--inference_config"):
         assert opt in out, opt
 
 
