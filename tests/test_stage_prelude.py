@@ -166,14 +166,14 @@ def failing(tmp_path):
 
 def test_a_failing_job_names_its_stage_line_and_log(failing):
     r = subprocess.run(["./fake_stage.sh"], cwd=failing, capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0
+    assert r.returncode == 3        # the job's own status, not the backend's 1
     assert "not reached" not in r.stdout
     lines = [l for l in r.stderr.splitlines() if "stage 5" in l]
     # the innermost failing line (inside the function), reported once
     assert len([l for l in lines if "failed at" in l]) == 1, r.stderr
     assert "stage 5 failed at fake_stage.sh:10: ${train_cmd} \"${expdir}/log/bad_step.log\"" in r.stderr
     log = failing / "exp" / "log" / "bad_step.log"
-    assert f"stage 5: read {log}" in r.stderr
+    assert f"stage 5: read {log} (the job ended with code 3)" in r.stderr
     assert "model diverged" in log.read_text()
     # the stage that finished has its time row, the failed one none
     rows = (failing / "exp" / "stage_times.tsv").read_text().splitlines()

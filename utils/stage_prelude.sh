@@ -32,10 +32,12 @@
 #    pyutils.jobs.stage_times reads it (the reports' "Time per stage" table).
 # 7. Failures: an ERR trap (set -E: also inside functions) prints, once, on stderr
 #      <time> stage N failed at <script>:<line>: <command> (exit S)
-#      <time> stage N: read <the failing job's log>
+#      <time> stage N: read <the failing job's log> (the job ended with code C)
 #    The log is the one the job backend (utils/run.pl, utils/slurm.pl) names when a job of
 #    this stage fails (it writes it to $CHORUS_FAILED_LOG); a step that is no backend job has
-#    its output on the console just above. Every Python step therefore runs as
+#    its output on the console just above. The script then exits with the job's own status C
+#    (the backends report 1 for any failure; a step refusing bad input exits 2, and so does
+#    the stage script), or with the failed command's status. Every Python step therefore runs as
 #      ${train_cmd} <exp>/log/<step>.log python -m ...
 _sp_fail() { echo "$0: $*" >&2; exit 2; }
 _sp_max=${max_stage:-8}
@@ -202,14 +204,18 @@ _sp_on_err() {  # $1 exit status, $2 line, $3 command (as written in the script)
   [ "${BASH_SUBSHELL}" -eq 0 ] || return 0    # reported by the shell that runs the script
   ${_sp_err_reported} && return 0
   _sp_err_reported=true
-  local what="stage ${_sp_stage:-?}" logf="" now
+  local what="stage ${_sp_stage:-?}" logf="" code="" now
   [ -n "${_sp_stage}" ] || what="set-up (before stage ${stage})"
   now=$(date '+%Y-%m-%dT%H:%M:%S')
   echo "${now} ${what} failed at ${BASH_SOURCE[1]##*/}:$2: $3 (exit $1)" >&2
   if [ -n "${CHORUS_FAILED_LOG:-}" ] && [ -s "${CHORUS_FAILED_LOG}" ] \
      && [ "$(stat -c %Y "${CHORUS_FAILED_LOG}")" -ge "${_sp_stage_t0}" ]; then
     logf=$(< "${CHORUS_FAILED_LOG}")
-    echo "${now} ${what}: read ${logf}" >&2
+    # the job's own exit status (the backends say 1 for any failure): a step that refuses its
+    # input with 2 makes the stage script exit 2 too, as if it had run without a backend
+    code=$(sed -n 's/^# Ended (code \([0-9][0-9]*\)).*/\1/p' "${logf}" 2>/dev/null | tail -n 1)
+    echo "${now} ${what}: read ${logf}${code:+ (the job ended with code ${code})}" >&2
+    if [ -n "${code}" ] && [ "${code}" -ne 0 ]; then exit "${code}"; fi
   else
     echo "${now} ${what}: no job log: the command's own output is above" >&2
   fi
