@@ -287,7 +287,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
       # chorus-synth exits 2 with one message saying what to provide instead
       log "  chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${preset}.log)"
-      timed corpus chorus-synth ${train_cmd} "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
+      timed corpus chorus-synth utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
         chorus-synth nvv --lang "${lang}" --preset "${preset}" \
           --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
       stage_mark "${mini_dir}/.corpus.done" --dir "${mini_dir}"
@@ -331,7 +331,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       else
         mkdir -p "${_out}"
         # chorus-prep prints its counts (mapped/dropped labels and utterances); kept in its log.
-        ${train_cmd} "${expdir}/log/prep_${_name}.log" \
+        utils/run.pl "${expdir}/log/prep_${_name}.log" \
           chorus-prep "${_name}" --src "${!c}" --out "${_out}" --unmapped "${unmapped}" --nj "${nj}"
         grep -v '^#' "${expdir}/log/prep_${_name}.log" | tail -n 5
         # the data dirs (not the audio chorus-prep extracted from tables: wav.scp names it)
@@ -388,7 +388,7 @@ print(", ".join(f"{k}={v}" for k, v in c.items() if v) or "none")' "${datadir}/$
     log "stage 1: official Track 1 test set ${NVV_TRACK1_TEST} -> ${datadir}/${_t1set} (no references)"
     if ! stage_done "${_t1}/.prep.done" --sig "${NVV_TRACK1_TEST} ${lang}"; then
       mkdir -p "${_t1}"
-      ${train_cmd} "${expdir}/log/prep_track1_test_${lang}.log" \
+      utils/run.pl "${expdir}/log/prep_track1_test_${lang}.log" \
         chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" --lang "${lang}"
       stage_mark "${_t1}/.prep.done" --sig "${NVV_TRACK1_TEST} ${lang}" $(find "${_t1}" -mindepth 2 -maxdepth 2 -type f \
         ! -name '.*' ! -name '*.log' ! -path '*_audio/*' | LC_ALL=C sort)

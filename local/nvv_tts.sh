@@ -205,7 +205,7 @@ if in_stage 0 "corpus"; then
     else
       if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi   # damaged: made anew (as nvv_asr.sh)
       log "stage 0: chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${synth_preset}.log)"
-      ${train_cmd} "${expdir}/log/synth_nvv_${lang}_${synth_preset}.log" \
+      utils/run.pl "${expdir}/log/synth_nvv_${lang}_${synth_preset}.log" \
         chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
           --nj "${nj}" --cmd "${train_cmd}"
       stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
@@ -221,7 +221,7 @@ if in_stage 0 "corpus"; then
     if [ -z "${_src}" ]; then
       echo "$0: --corpus ${corpus} needs its path in db.sh" >&2; exit 1
     fi
-    ${train_cmd} "${expdir}/log/prep_${corpus}_${lang}.log" \
+    utils/run.pl "${expdir}/log/prep_${corpus}_${lang}.log" \
       chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}/data" --nj "${nj}" --unmapped "${unmapped}"
     touch "${corpus_dir}/.done"
   fi

@@ -114,7 +114,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"
   else
     log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir} (log ${expdir}/log/synth_sqa.log)"
-    ${train_cmd} "${expdir}/log/synth_sqa.log" \
+    utils/run.pl "${expdir}/log/synth_sqa.log" \
       chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
         --nj "${nj}" --cmd "${train_cmd}"
     [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${expdir}/log/synth_sqa.log)"; exit 1; }
@@ -128,7 +128,7 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
   if [ -n "${real_corpus}" ]; then
     log "  chorus-prep qualispeech --src ${real_corpus} (log ${expdir}/log/prep_qualispeech.log)"
     # shellcheck disable=SC2086
-    ${train_cmd} "${expdir}/log/prep_qualispeech.log" \
+    utils/run.pl "${expdir}/log/prep_qualispeech.log" \
       chorus-prep qualispeech --src "${real_corpus}" --out "${datadir}" --score-column "${score_column}" ${prep_opts}
     grep -v '^#' "${expdir}/log/prep_qualispeech.log" | tail -n 5
   else

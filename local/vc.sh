@@ -192,13 +192,13 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
     # verified marker (utils/stage_prelude.sh): a damaged corpus is made anew, an unfinished one resumed
     if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi
     log "stage 0: chorus-synth vc (log ${expdir}/log/synth_vc_${preset}.log)"
-    ${train_cmd} "${expdir}/log/synth_vc_${preset}.log" \
+    utils/run.pl "${expdir}/log/synth_vc_${preset}.log" \
       chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
     stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
   else
     [ -n "${VLSP2025_VC:-}" ] || { echo "$0: --corpus vlsp2025 needs VLSP2025_VC=<dir> in db.sh" >&2; exit 1; }
     mkdir -p "${corpus_dir}/pairs"
-    ${train_cmd} "${expdir}/log/prep_vlsp_vc.log" \
+    utils/run.pl "${expdir}/log/prep_vlsp_vc.log" \
       chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
         --pairs-out "${corpus_dir}/pairs/test.tsv"
     touch "${corpus_dir}/.done"

@@ -37,8 +37,13 @@
 #    this stage fails (it writes it to $CHORUS_FAILED_LOG); a step that is no backend job has
 #    its output on the console just above. The script then exits with the job's own status C
 #    (the backends report 1 for any failure; a step refusing bad input exits 2, and so does
-#    the stage script), or with the failed command's status. Every Python step therefore runs as
+#    the stage script), or with the failed command's status.
+# Every Python step of a stage therefore runs through a job backend, with its log:
 #      ${train_cmd} <exp>/log/<step>.log python -m ...
+#    (corpus generation and preparation, chorus-synth/chorus-prep, which hand out their own
+#    jobs with --cmd "${train_cmd}", run through utils/run.pl: on the machine that drives the
+#    recipe, as Kaldi's local/data.sh does).
+
 _sp_fail() { echo "$0: $*" >&2; exit 2; }
 _sp_max=${max_stage:-8}
 for _sp_name in stage stop_stage; do
