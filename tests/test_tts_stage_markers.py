@@ -111,6 +111,8 @@ def test_tts_data_prep_stage_is_skipped_then_redone_when_damaged(tmp_path):
     out = _tts_stage1(tmp_path)
     assert "stage 1: data prep" in out and "skipping" not in out
     assert (tmp_path / "data" / "train_en_ci" / ".data.done").is_file()
+    for s in ("train_en_ci", "dev_en_ci", "test_en_ci"):          # the step's log
+        assert (tmp_path / "exp" / "log" / f"check_text_{s}.log").is_file(), s
     assert "skipping (" in _tts_stage1(tmp_path)
     good = dev_text.read_text()
     dev_text.write_text(good[:10])                            # truncated output
