@@ -7,7 +7,7 @@
 #   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl[,faults.jsonl: kind of each simulated fault]}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
-#                 with --utt-embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
+#                 with --utt_embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
 #                 and the Whisper encoder frames at 20 ms, projected (frames.scp, for the fault head)
 #   3 stats       global mean/std of the training features
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
