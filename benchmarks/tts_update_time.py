@@ -14,7 +14,7 @@ trained in the same budget. Prints s/update per model and the ratio VITS / FastS
 since the machine may be shared). The FastSpeech default is also timed with the 3-layer postnet and the
 dropout it had before (``fastspeech_postnet``), and ESPnet's log-mel of the batch's waveforms, which every
 update computes, at n_fft 512 (the config) and 1024 (before). The WORLD-feature default
-(``train_fastspeech_world_mini.yaml``) is timed at reduction factor 4 and 2, in float32 and
+(``train_fastspeech_world_default.yaml``) is timed at reduction factor 4 and 2, in float32 and
 with the bfloat16 autocast of ``pyutils.tts.train`` (``--only world_r4_float32,world_r4_bfloat16,world_r2_float32,world_r2_bfloat16``),
 with the speed-up ratio: what the recipe's ``--train_precision auto`` buys on a CPU with
 native bfloat16 units (AMX / AVX512-BF16), and costs on one without.
@@ -185,12 +185,12 @@ def main():
     for name, cfg, builder in (("fastspeech_mini", "tuning/train_fastspeech_mini.yaml", fastspeech_step),
                                ("fastspeech_r1", "tuning/train_fastspeech_mini.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=1)),
-                               ("world_r4_float32", "train_fastspeech_world_mini.yaml", fastspeech_step),
-                               ("world_r4_bfloat16", "train_fastspeech_world_mini.yaml",
+                               ("world_r4_float32", "train_fastspeech_world_default.yaml", fastspeech_step),
+                               ("world_r4_bfloat16", "train_fastspeech_world_default.yaml",
                                 functools.partial(fastspeech_step, precision="bfloat16")),
-                               ("world_r2_float32", "train_fastspeech_world_mini.yaml",
+                               ("world_r2_float32", "train_fastspeech_world_default.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=2)),
-                               ("world_r2_bfloat16", "train_fastspeech_world_mini.yaml",
+                               ("world_r2_bfloat16", "train_fastspeech_world_default.yaml",
                                 functools.partial(fastspeech_step, reduction_factor=2, precision="bfloat16")),
                                ("fastspeech_postnet", "tuning/train_fastspeech_mini.yaml", fastspeech_postnet_step),
                                ("logmel_nfft512", "tuning/train_fastspeech_mini.yaml", functools.partial(fbank_step, n_fft=512)),

@@ -4,9 +4,12 @@
 # run it from a recipe dir, through the recipe's thin run.sh. Stages:
 #   0 corpus   1 data prep   2 format/dump   3 tokens   4 collect stats
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
-# Every stage is resumable and logs per job under exp/ or dump/. Finished steps leave
-# verified markers (stage_done/stage_mark of utils/stage_prelude.sh: output files with
-# sizes and checksums): a rerun skips them only while their outputs are intact.
+# Every stage is resumable; every Python step logs (<exp>/log/<step>.log, the set's log/,
+# ESPnet's own logdir/), and a failure prints "stage N failed at nvv_asr.sh:<line>" and the
+# log to read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.
+# Finished steps leave verified markers <dir>/.<step>.done (stage_done/stage_mark of
+# utils/stage_prelude.sh: output files with sizes and checksums): a rerun skips them only
+# while their outputs are intact.
 # ESPnet runs only as `python -m espnet2.bin.*`; the time those commands take vs the
 # whole run (the recipe overhead) is printed at the end.
 set -euo pipefail
@@ -14,10 +17,6 @@ set -euo pipefail
 # a long run is going cannot change (or break) that run.
 {
 
-log() {
-  local fname=${BASH_SOURCE[1]##*/}
-  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
-}
 min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
   SECONDS=0
   _cmdline="$0 $*"
@@ -27,7 +26,7 @@ min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; ec
 # General
 stage=0                  # first stage to run
 stop_stage=8             # last stage to run
-preset=default           # ci|default|large: corpus size, configs (conf/*_<preset>.yaml)
+preset=default           # ci|default|large: corpus size, configs (conf/train_asr_<preset>.yaml, conf/decode_asr_<preset>.yaml)
 lang=en                  # language of the recipe (text normaliser, scorer language)
 nj=auto                  # parallel jobs for dump/stats/decode (auto: number of cores, max 8)
 inference_nj=            # parallel decode jobs (default: nj)
@@ -75,7 +74,7 @@ feats_normalize=global_mvn  # normalisation layer: global_mvn|utterance_mvn|none
 inference_config=        # decoding config (default: conf/decode_asr_<preset>.yaml, else conf/decode_asr.yaml)
 inference_args=          # extra arguments of espnet2.bin.asr_inference
 inference_model=valid.acc.ave.pth  # checkpoint file under asr_exp
-inference_tag=           # decode dir name (default: decode_<inference config name>_<model>)
+inference_tag=           # decode dir name (default: <inference config name>_<model>, e.g. decode_asr_valid_acc_ave)
 decode_root=             # where decode outputs go (default: <asr_exp>/<inference_tag>)
 score_nvbench=true       # also run `chorus-score nvbench`
 real_speech=auto         # stage 7: WER on real English speech (Debian pocketsphinx-testdata; never trained on) + zero-shot Whisper; auto: lang en, preset default|large
@@ -101,7 +100,7 @@ Examples:
   ./run.sh --whisper true                    # fine-tune pretrained Whisper base (tags as new tokens)
   ./run.sh --whisper true --whisper_model ~/.cache/hf/faster-whisper-small   # another Whisper
   # decode any Kaldi data dir (wav.scp) with a trained model:
-  ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default
+  ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default_en_bpe300
 EOF
 )
 
@@ -123,7 +122,7 @@ case "${whisper}" in true|false) ;; *) echo "$0: --whisper must be true or false
 if [ "${whisper}" = true ]; then
   token_type=whisper
   feats_normalize=none   # Whisper normalises its own log-mel features
-  [ -z "${asr_config}" ] && asr_config=conf/train_asr_whisper_${preset}.yaml
+  : "${asr_config:=conf/train_asr_whisper_${preset}.yaml}"
   if [ -z "${inference_config}" ]; then
     inference_config=conf/decode_asr_whisper_${preset}.yaml
     [ -f "${inference_config}" ] || inference_config=conf/decode_asr_whisper.yaml
@@ -134,7 +133,7 @@ if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
   echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
 fi
 case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
-. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
+. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
 
 _ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)  # path.sh sets OMP_NUM_THREADS=1, which nproc honours
 [ "${nj}" = auto ] && nj=$(min "${_ncpu}" 8)
@@ -162,7 +161,8 @@ if [ -n "${NVV_TRACK1_TEST:-}" ] && [ "${skip_train}" != true ]; then
   [[ " ${package_sets} " == *" ${_t1set} "* ]] || package_sets+=" ${_t1set}"
 fi
 
-[ -z "${asr_config}" ] && asr_config=conf/train_asr_${preset}.yaml
+# preset defaults (options left empty)
+: "${asr_config:=conf/train_asr_${preset}.yaml}"
 if [ -z "${inference_config}" ]; then
   inference_config=conf/decode_asr_${preset}.yaml
   [ -f "${inference_config}" ] || inference_config=conf/decode_asr.yaml
@@ -173,11 +173,10 @@ if [ -z "${asr_tag}" ]; then
   [ "${token_type}" = bpe ] && asr_tag+=${nbpe}
   [ "${nvv_tags}" = true ] || asr_tag+="_notags"
 fi
-[ -z "${asr_exp}" ] && asr_exp=${expdir}/asr_${asr_tag}
-if [ -z "${inference_tag}" ]; then
-  inference_tag=decode_$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)
-fi
-[ -z "${decode_root}" ] && decode_root=${asr_exp}/${inference_tag}
+# decode dir: ESPnet's naming, the decoding config's name (decode_asr...) and the model's
+: "${asr_exp:=${expdir}/asr_${asr_tag}}"
+: "${inference_tag:=$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)}"
+: "${decode_root:=${asr_exp}/${inference_tag}}"
 
 token_dir=${datadir}/token_list/${lang}_${token_type}
 [ "${token_type}" = bpe ] && token_dir+=${nbpe}
@@ -246,18 +245,21 @@ fi
 # timing): ${decode_root}/RESULTS.md, copied to ${asr_exp}/ (unless --copy_results false)
 # and to the recipe dir after a default run.
 write_results() {
-  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
-    --start "${_run_t0}" --stages "${stage}-${_cur_stage}" --json "${decode_root}/overhead.json" > /dev/null
-  python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
-    --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
-    --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
-    --out "${decode_root}/RESULTS.md"
+  ${decode_cmd} "${decode_root}/log/overhead.log" \
+    python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
+      --start "${_run_t0}" --stages "${stage}-${_cur_stage}" --json "${decode_root}/overhead.json"
+  ${decode_cmd} "${decode_root}/log/results.log" \
+    python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
+      --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
+      --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
+      --out "${decode_root}/RESULTS.md"
   [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
     # The from-scratch default model owns RESULTS.md; the Whisper path has its own file.
     local _name=RESULTS.md
     [ "${whisper}" = true ] && _name=RESULTS_whisper.md
-    python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
+    ${decode_cmd} "${decode_root}/log/copy_results.log" \
+      python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
     log "  RESULTS.md -> $(pwd)/${_name}"
   fi
 }
@@ -269,14 +271,14 @@ log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" 
 _mini_given=false
 if [ -n "${mini_dir}" ]; then _mini_given=true; else mini_dir=${corpus_dir}/nvv_${lang}_${preset}; fi
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
-  _cur_stage=0
+  _cur_stage=0; stage_begin 0 "corpus"
   if [ "${use_mini}" = true ]; then
     log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
     if [ "${_mini_given}" = true ]; then
       [ -f "${mini_dir}/.done" ] || { echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1; }
       log "stage 0: using ${mini_dir}"
-    elif [ -f "${mini_dir}/.done" ] && { [ -e "${mini_dir}/.stage0.done" ] || : > "${mini_dir}/.stage0.done"; } \
-         && stage_done "${mini_dir}/.stage0.done" --adopt --dir "${mini_dir}"; then   # (a corpus made before markers is adopted)
+    elif [ -f "${mini_dir}/.done" ] && { [ -e "${mini_dir}/.corpus.done" ] || : > "${mini_dir}/.corpus.done"; } \
+         && stage_done "${mini_dir}/.corpus.done" --adopt --dir "${mini_dir}"; then   # (a corpus made before markers is adopted)
       log "stage 0: ${mini_dir} is complete, skipping"
     else
       # a finished corpus whose files were deleted or changed is made anew (chorus-synth alone
@@ -284,9 +286,11 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       if [ -f "${mini_dir}/.done" ]; then rm -rf "${mini_dir}"; fi
       # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
       # chorus-synth exits 2 with one message saying what to provide instead
-      timed corpus chorus-synth chorus-synth nvv --lang "${lang}" --preset "${preset}" \
-        --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
-      stage_mark "${mini_dir}/.stage0.done" --dir "${mini_dir}"
+      log "  chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${preset}.log)"
+      timed corpus chorus-synth utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
+        chorus-synth nvv --lang "${lang}" --preset "${preset}" \
+          --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
+      stage_mark "${mini_dir}/.corpus.done" --dir "${mini_dir}"
     fi
   else
     log "stage 0: checking the real corpora named in db.sh: ${corpora}"
@@ -303,7 +307,7 @@ fi
 
 # ---------------------------------------------------------------- stage 1
 if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
-  _cur_stage=1
+  _cur_stage=1; stage_begin 1 "data prep"
   if [ "${use_mini}" = true ]; then
     log "stage 1: data prep from the mini corpus ${mini_dir}"
     [ -f "${mini_dir}/.done" ] || { echo "$0: ${mini_dir} is not finished: run stage 0" >&2; exit 1; }
@@ -322,15 +326,16 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       _name=$(echo "${c}" | tr '[:upper:]' '[:lower:]')
       _out=${datadir}/local/${_name}
       _sig="${!c} ${unmapped}"
-      if stage_done "${_out}/.done" --sig "${_sig}"; then
+      if stage_done "${_out}/.prep.done" --sig "${_sig}"; then
         log "  ${_out} done, skipping"
       else
         mkdir -p "${_out}"
-        # chorus-prep prints its counts (mapped/dropped labels and utterances); kept in prep.log.
-        chorus-prep "${_name}" --src "${!c}" --out "${_out}" --unmapped "${unmapped}" --nj "${nj}" \
-          2>&1 | tee "${_out}/prep.log"
+        # chorus-prep prints its counts (mapped/dropped labels and utterances); kept in its log.
+        utils/run.pl "${expdir}/log/prep_${_name}.log" \
+          chorus-prep "${_name}" --src "${!c}" --out "${_out}" --unmapped "${unmapped}" --nj "${nj}"
+        grep -v '^#' "${expdir}/log/prep_${_name}.log" | tail -n 5
         # the data dirs (not the audio chorus-prep extracted from tables: wav.scp names it)
-        stage_mark "${_out}/.done" --sig "${_sig}" $(find "${_out}" -mindepth 2 -maxdepth 2 -type f \
+        stage_mark "${_out}/.prep.done" --sig "${_sig}" $(find "${_out}" -mindepth 2 -maxdepth 2 -type f \
           ! -name '.*' ! -name '*.log' ! -path '*_audio/*' | LC_ALL=C sort)
       fi
       for d in "${_out}"/*/; do
@@ -365,7 +370,8 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
       utils/combine_data.sh "${datadir}/${valid_set}" "${_devs[@]}"
     else
       log "  no dev split in the corpora: holding out 5 % of training as ${valid_set}"
-      python -m pyutils.asr.holdout --fraction 0.05 "${datadir}/${train_set}" "${datadir}/${valid_set}"
+      ${train_cmd} "${expdir}/log/holdout.log" \
+        python -m pyutils.asr.holdout --fraction 0.05 "${datadir}/${train_set}" "${datadir}/${valid_set}"
     fi
     if [ ${#_tests[@]} -gt 0 ]; then utils/combine_data.sh "${datadir}/test" "${_tests[@]}"; fi
     for s in ${train_set} ${valid_set} test; do
@@ -380,10 +386,11 @@ print(", ".join(f"{k}={v}" for k, v in c.items() if v) or "none")' "${datadir}/$
   if [ -n "${NVV_TRACK1_TEST:-}" ]; then
     _t1=${datadir}/local/track1_test
     log "stage 1: official Track 1 test set ${NVV_TRACK1_TEST} -> ${datadir}/${_t1set} (no references)"
-    if ! stage_done "${_t1}/.done" --sig "${NVV_TRACK1_TEST} ${lang}"; then
+    if ! stage_done "${_t1}/.prep.done" --sig "${NVV_TRACK1_TEST} ${lang}"; then
       mkdir -p "${_t1}"
-      chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" --lang "${lang}" 2>&1 | tee "${_t1}/prep.log"
-      stage_mark "${_t1}/.done" --sig "${NVV_TRACK1_TEST} ${lang}" $(find "${_t1}" -mindepth 2 -maxdepth 2 -type f \
+      utils/run.pl "${expdir}/log/prep_track1_test_${lang}.log" \
+        chorus-prep track1_test --src "${NVV_TRACK1_TEST}" --out "${_t1}" --lang "${lang}"
+      stage_mark "${_t1}/.prep.done" --sig "${NVV_TRACK1_TEST} ${lang}" $(find "${_t1}" -mindepth 2 -maxdepth 2 -type f \
         ! -name '.*' ! -name '*.log' ! -path '*_audio/*' | LC_ALL=C sort)
     fi
     [ -d "${_t1}/test_${lang}" ] || { echo "$0: ${_t1}/test_${lang} missing after chorus-prep track1_test" >&2; exit 1; }
@@ -393,7 +400,7 @@ fi
 
 # ---------------------------------------------------------------- stage 2
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
-  _cur_stage=2
+  _cur_stage=2; stage_begin 2 "format"
   log "stage 2: format audio (${fs} Hz mono PCM16) -> ${dumpdir}/raw"
   if [ "${skip_train}" = true ]; then _sets=${test_sets}; else _sets="${train_set} ${valid_set} ${test_sets}"; fi
   _sets=$(echo "${_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
@@ -413,29 +420,30 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     # made from exactly these inputs and settings
     _sig=$(for f in wav.scp segments text utt2spk; do [ ! -f "${_src}/${f}" ] || md5sum < "${_src}/${f}"; done
            echo "${fs} ${_onerr} ${_mindur} ${lang} ${nvv_tags}")
-    if stage_done "${_out}/.done" --sig "${_sig}"; then
+    if stage_done "${_out}/.dump.done" --sig "${_sig}"; then
       log "  ${_out} done, skipping"; continue
     fi
-    rm -rf "${_out}"; mkdir -p "${_out}/logdir"
+    rm -rf "${_out}"; mkdir -p "${_out}/log"
     _n=$(nlines "${_src}/wav.scp")
     [ "${_n}" -gt 0 ] || { echo "$0: ${_src}/wav.scp is empty" >&2; exit 1; }
     _nj=$(min "${nj}" "${_n}")
-    split_keys "${_src}/wav.scp" "${_out}/logdir/wav.scp" "${_nj}"
+    split_keys "${_src}/wav.scp" "${_out}/log/wav.scp" "${_nj}"
     _seg=()
     [ -f "${_src}/segments" ] && _seg=(--segments "${_src}/segments")
-    timed espnet_equiv dump_audio ${train_cmd} JOB=1:"${_nj}" "${_out}/logdir/dump.JOB.log" \
+    timed espnet_equiv dump_audio ${train_cmd} JOB=1:"${_nj}" "${_out}/log/dump.JOB.log" \
       python -m pyutils.asr.dump_audio --fs "${fs}" --on-error "${_onerr}" --min-dur "${_mindur}" \
-        "${_seg[@]}" "${_out}/logdir/wav.scp.JOB" "${_out}/data/format.JOB"
+        "${_seg[@]}" "${_out}/log/wav.scp.JOB" "${_out}/data/format.JOB"
     for f in wav.scp utt2dur; do
       for i in $(seq "${_nj}"); do cat "${_out}/data/format.${i}/${f}"; done | sort > "${_out}/${f}"
     done
     for f in utt2spk spk2utt utt2lang; do [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_out}/${f}"; done
     if [ ! -f "${_out}/utt2spk" ]; then awk '{print $1, $1}' "${_out}/wav.scp" > "${_out}/utt2spk"; fi
     if [ -f "${_src}/text" ]; then
-      python -m pyutils.asr.prepare_text --lang "${lang}" --nvv-tags "${nvv_tags}" "${_src}/text" "${_out}/text"
+      ${train_cmd} "${_out}/log/prepare_text.log" \
+        python -m pyutils.asr.prepare_text --lang "${lang}" --nvv-tags "${nvv_tags}" "${_src}/text" "${_out}/text"
     fi
     echo raw > "${_out}/feats_type"
-    stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
+    stage_mark "${_out}/.dump.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances, $(awk '{s+=$2} END {printf "%.1f", s/3600}' "${_out}/utt2dur") h"
   done
   # Remove too short / too long / empty-text utterances from training and validation.
@@ -457,37 +465,46 @@ fi
 
 # ---------------------------------------------------------------- stage 3
 if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ]; then
-  _cur_stage=3
+  _cur_stage=3; stage_begin 3 "tokens"
   log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
   mkdir -p "${token_dir}"
   if [ "${token_type}" = whisper ]; then
     [ "${nvv_tags}" = true ] || { echo "$0: --whisper true needs --nvv_tags true" >&2; exit 2; }
-    python -m pyutils.whisper.weights --verify "${whisper_model:-base}"
-    python -m pyutils.whisper.tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
+    ${train_cmd} "${token_dir}/log/verify_weights.log" \
+      python -m pyutils.whisper.weights --verify "${whisper_model:-base}"
+    ${train_cmd} "${token_dir}/log/token_list.log" \
+      python -m pyutils.whisper.tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
     for dset in ${train_set} ${valid_set}; do
       # From the official-form text (Whisper keeps case and punctuation), for the
       # utterances that stage 2 kept.
-      python -m pyutils.whisper.tokens encode --model "${whisper_model:-base}" --lang "${lang}" \
-        --keys "${dumpdir}/raw/${dset}/text" "${datadir}/${dset}/text" "${dumpdir}/raw/${dset}/${_text}"
+      ${train_cmd} "${token_dir}/log/encode_${dset}.log" \
+        python -m pyutils.whisper.tokens encode --model "${whisper_model:-base}" --lang "${lang}" \
+          --keys "${dumpdir}/raw/${dset}/text" "${datadir}/${dset}/text" "${dumpdir}/raw/${dset}/${_text}"
     done
   else
-    python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
+    ${train_cmd} "${token_dir}/log/nlsyms.log" python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
     cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
     if [ "${token_type}" = bpe ]; then
-      timed espnet_equiv spm_train python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
-        --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
+      timed espnet_equiv spm_train ${train_cmd} "${token_dir}/log/train_bpe.log" \
+        python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
+          --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
+      grep -v '^#' "${token_dir}/log/train_bpe.log" | tail -n 1
     fi
     # Vocabulary from the training text, as ESPnet's asr.sh does; the tags are appended
     # so that a tag absent from training still has its token.
     { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
       > "${token_dir}/vocab_text.txt"
-    timed espnet tokenize_text python -m espnet2.bin.tokenize_text \
-      --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
-      --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
-      --cleaner none --g2p none --write_vocabulary true \
-      --add_symbol '<blank>:0' --add_symbol '<unk>:1' --add_symbol '<sos/eos>:-1'
-    python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
-      --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
+    # (the backend joins words without white space unquoted, Kaldi's rule: '<...>' quoted for its shell)
+    timed espnet tokenize_text ${train_cmd} "${token_dir}/log/tokenize_text.log" \
+      python -m espnet2.bin.tokenize_text \
+        --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
+        --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
+        --cleaner none --g2p none --write_vocabulary true \
+        --add_symbol "'<blank>:0'" --add_symbol "'<unk>:1'" --add_symbol "'<sos/eos>:-1'"
+    ${train_cmd} "${token_dir}/log/check.log" \
+      python -m pyutils.asr.tokens check --token-list "${token_list}" --token-type "${token_type}" \
+        --bpemodel "${bpemodel}" --nvv-tags "${nvv_tags}"
+    grep -v '^#' "${token_dir}/log/check.log" | tail -n 1
   fi
 fi
 
@@ -497,7 +514,7 @@ _valid_dir=${dumpdir}/raw/${valid_set}
 _common_opts=(--use_preprocessor true --token_type "${_espnet_token_type}" --token_list "${token_list}"
   "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
 if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
-  _cur_stage=4
+  _cur_stage=4; stage_begin 4 "stats"
   log "stage 4: collect stats -> ${asr_stats_dir}"
   [ -f "${asr_config}" ] || { echo "$0: training config ${asr_config} not found" >&2; exit 1; }
   if grep -qE '^normalize:' "${asr_config}"; then
@@ -519,7 +536,8 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
       --output_dir "${_logdir}/stats.JOB" --config "${asr_config}" --frontend_conf fs="${fs}" ${asr_args}
   _inputs=()
   for i in $(seq "${_nj}"); do _inputs+=(--input_dir "${_logdir}/stats.${i}"); done
-  timed espnet aggregate_stats_dirs python -m espnet2.bin.aggregate_stats_dirs "${_inputs[@]}" --output_dir "${asr_stats_dir}"
+  timed espnet aggregate_stats_dirs ${train_cmd} "${_logdir}/aggregate_stats.log" \
+    python -m espnet2.bin.aggregate_stats_dirs "${_inputs[@]}" --output_dir "${asr_stats_dir}"
   # Text shapes with the vocabulary size appended (ESPnet's convention).
   _ntok=$(nlines "${token_list}")
   for s in train valid; do
@@ -529,7 +547,7 @@ fi
 
 # ---------------------------------------------------------------- stage 5
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
-  _cur_stage=5
+  _cur_stage=5; stage_begin 5 "train"
   log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
   _trained=("${asr_exp}/${inference_model}" "${asr_exp}/config.yaml" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --adopt "${_trained[@]}"; then
@@ -570,7 +588,7 @@ fi
 
 # ---------------------------------------------------------------- stage 6
 if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
-  _cur_stage=6
+  _cur_stage=6; stage_begin 6 "decode"
   log "stage 6: decode ${test_sets} with ${asr_exp}/${inference_model} (${inference_config})"
   [ -f "${asr_exp}/config.yaml" ] || { echo "$0: ${asr_exp}/config.yaml not found: train first (stage 5) or give --asr_exp" >&2; exit 1; }
   [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: ${asr_exp}/${inference_model} not found" >&2; exit 1; }
@@ -608,18 +626,21 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     done | sort > "${_dir}/text.raw" || true
     if [ "${token_type}" = whisper ]; then
       mv "${_dir}/text.raw" "${_dir}/tokens.raw"
-      python -m pyutils.whisper.tokens decode --model "${whisper_model:-base}" --lang "${lang}" \
-        "${_dir}/tokens.raw" "${_dir}/text.raw"
+      ${decode_cmd} "${_logdir}/whisper_decode_tokens.log" \
+        python -m pyutils.whisper.tokens decode --model "${whisper_model:-base}" --lang "${lang}" \
+          "${_dir}/tokens.raw" "${_dir}/text.raw"
     fi
-    python -m pyutils.asr.postprocess repair --lang "${lang}" --nvv-tags "${nvv_tags}" \
-      --keys "${_data}/wav.scp" "${_dir}/text.raw" "${_dir}/text"
-    python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"
+    ${decode_cmd} "${_logdir}/repair.log" \
+      python -m pyutils.asr.postprocess repair --lang "${lang}" --nvv-tags "${nvv_tags}" \
+        --keys "${_data}/wav.scp" "${_dir}/text.raw" "${_dir}/text"
+    ${decode_cmd} "${_logdir}/rtf.log" \
+      python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"
   done
 fi
 
 # ---------------------------------------------------------------- stage 7
 if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
-  _cur_stage=7
+  _cur_stage=7; stage_begin 7 "score"
   log "stage 7: score -> ${decode_root}/<set>/score, RESULTS.md"
   _scored=()
   for dset in ${test_sets}; do
@@ -630,32 +651,37 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
     fi
     if [ "${nvv_tags}" != true ] || { [ "${lang}" != en ] && [ "${lang}" != zh ]; }; then
       _sc=${_dir}/score; mkdir -p "${_sc}"
-      python -m pyutils.asr.wer --lang "${lang}" --nvv-tags "${nvv_tags}" \
-        --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" --json "${_sc}/wer.json"
+      ${decode_cmd} "${_sc}/wer.log" \
+        python -m pyutils.asr.wer --lang "${lang}" --nvv-tags "${nvv_tags}" \
+          --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" --json "${_sc}/wer.json"
       _scored+=("${dset}"); continue
     fi
     _sc=${_dir}/score; mkdir -p "${_sc}"
     # Reference JSONL from the Kaldi text; the hypothesis goes through the official
     # packager, i.e. exactly the JSONL a submission would hold.
-    python -m pyutils.asr.postprocess jsonl --lang "${lang}" "${datadir}/${dset}/text" "${_sc}/ref.jsonl"
-    chorus-score package-track1 --text "${_dir}/text" --ref-ids "${_sc}/ref.jsonl" --out "${_sc}/hyp.jsonl" \
-      > "${_sc}/package.log" 2>&1 || { cat "${_sc}/package.log" >&2; exit 1; }
-    chorus-score track1 --ref "${_sc}/ref.jsonl" --hyp "${_sc}/hyp.jsonl" --output-json "${_sc}/track1.json" \
-      --per-utt-report "${_sc}/track1_per_utt.txt" > "${_sc}/track1.log" 2>&1 || { cat "${_sc}/track1.log" >&2; exit 1; }
+    ${decode_cmd} "${_sc}/ref_jsonl.log" \
+      python -m pyutils.asr.postprocess jsonl --lang "${lang}" "${datadir}/${dset}/text" "${_sc}/ref.jsonl"
+    ${decode_cmd} "${_sc}/package.log" \
+      chorus-score package-track1 --text "${_dir}/text" --ref-ids "${_sc}/ref.jsonl" --out "${_sc}/hyp.jsonl"
+    ${decode_cmd} "${_sc}/track1.log" \
+      chorus-score track1 --ref "${_sc}/ref.jsonl" --hyp "${_sc}/hyp.jsonl" --output-json "${_sc}/track1.json" \
+        --per-utt-report "${_sc}/track1_per_utt.txt"
     if [ "${score_nvbench}" = true ]; then
-      chorus-score nvbench --format kaldi --lang "${lang}" --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" \
-        --output-json "${_sc}/nvbench.json" > "${_sc}/nvbench.log" 2>&1 \
+      ${decode_cmd} "${_sc}/nvbench.log" \
+        chorus-score nvbench --format kaldi --lang "${lang}" --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" \
+          --output-json "${_sc}/nvbench.json" \
         || log "  WARNING: chorus-score nvbench failed: see ${_sc}/nvbench.log"
     fi
     _scored+=("${dset}")
   done
   _ps=/usr/share/pocketsphinx/test/data/librivox/transcription
   if [ "${real_speech}" = true ] || { [ "${real_speech}" = auto ] && [ "${lang}" = en ] && [ "${preset}" != ci ] && [ -f "${_ps}" ]; }; then
-    log "  real speech: decoding pocketsphinx-testdata (log: ${decode_root}/real_speech/log)"
+    log "  real speech: decoding pocketsphinx-testdata (log: ${decode_root}/real_speech/log/real_speech.log)"
     mkdir -p "${decode_root}/real_speech"
-    python -m pyutils.asr.real_speech --asr-exp "$(cd "${asr_exp}" && pwd)" --work "${decode_root}/real_speech" \
-      --md "${decode_root}/real_speech/table.md" > "${decode_root}/real_speech/log" 2>&1 \
-      || log "  WARNING: real-speech evaluation failed: see ${decode_root}/real_speech/log"
+    ${decode_cmd} "${decode_root}/real_speech/log/real_speech.log" \
+      python -m pyutils.asr.real_speech --asr-exp "$(cd "${asr_exp}" && pwd)" --work "${decode_root}/real_speech" \
+        --md "${decode_root}/real_speech/table.md" \
+      || log "  WARNING: real-speech evaluation failed: see ${decode_root}/real_speech/log/real_speech.log"
   fi
   write_results
   log "  ${decode_root}/RESULTS.md:"
@@ -664,7 +690,7 @@ fi
 
 # ---------------------------------------------------------------- stage 8
 if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
-  _cur_stage=8
+  _cur_stage=8; stage_begin 8 "package"
   log "stage 8: package Track 1 submissions for: ${package_sets}"
   _subdir=submission/$(basename "${asr_exp}")
   mkdir -p "${_subdir}"
@@ -672,17 +698,22 @@ if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
     _dir=${decode_root}/${dset}
     [ -f "${_dir}/text" ] || { echo "$0: ${_dir}/text not found: decode ${dset} first (stage 6, --test_sets)" >&2; exit 1; }
     _sub=${_subdir}/track1_${dset}.jsonl
-    chorus-score package-track1 --text "${_dir}/text" --ref-ids "${dumpdir}/raw/${dset}/wav.scp" \
-      --out "${_sub}" --zip "${_sub%.jsonl}.zip"
-    chorus-score validate-track1 --hyp "${_sub}"
+    ${decode_cmd} "${decode_root}/log/package_${dset}.log" \
+      chorus-score package-track1 --text "${_dir}/text" --ref-ids "${dumpdir}/raw/${dset}/wav.scp" \
+        --out "${_sub}" --zip "${_sub%.jsonl}.zip"
+    ${decode_cmd} "${decode_root}/log/validate_${dset}.log" \
+      chorus-score validate-track1 --hyp "${_sub}"
     log "  ${_sub} (+ .zip): $(nlines "${_sub}") utterances, valid"
   done
 fi
 
+stage_end
 _run_t1=$(date +%s.%N)
 if [ -s "${timing_tsv}" ] && grep -q "^${run_id}	" "${timing_tsv}"; then
-  python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" \
-    --end "${_run_t1}" --stages "${stage}-${stop_stage}" | while read -r line; do log "${line}"; done
+  ${decode_cmd} "${expdir}/log/overhead.log" \
+    python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" \
+      --end "${_run_t1}" --stages "${stage}-${stop_stage}"
+  grep -v '^#' "${expdir}/log/overhead.log" | while read -r line; do log "${line}"; done
   # Stage 7 wrote RESULTS.md before stage 8 ran: refresh it with the whole run's timing.
   if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 8 ] && [ -f "${decode_root}/RESULTS.md" ]; then
     _cur_stage=${stop_stage}

@@ -18,18 +18,16 @@
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
-# Every stage prints "stage N: ..." and logs to exp/.../log/*.log. Stages 1-7 (and 0 for the
-# mini corpus) leave verified markers (chain_done/chain_mark of utils/stage_prelude.sh: output
+# Every stage prints "stage N: ..."; every Python step logs to <exp>/log/<step>.log (or the
+# set's log/ dir), and a failure prints "stage N failed at nvv_tts.sh:<line>" and the log to
+# read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.
+# Stages 1-7 (and 0 for the mini corpus) leave verified markers <dir>/.<step>.done
+# (chain_done/chain_mark of utils/stage_prelude.sh: output
 # files with sizes and checksums, the settings, and the markers of the steps they read from):
 # a rerun skips a finished stage (per set in stages 2 and 6) while its outputs are intact and
 # it would be made from the same inputs, and redoes it otherwise (the stages after it then see
 # changed inputs and are redone too); a stage killed halfway is redone. Stage 8 always runs.
 set -euo pipefail
-
-log() {
-  local fname=${BASH_SOURCE[1]##*/}
-  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
-}
 
 # ---------------------------------------------------------------- options
 stage=0                 # first stage to run
@@ -43,22 +41,22 @@ corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read pa
 corpus_splits="train dev test"  # names of the corpus' train/dev/test data dirs (real corpora: e.g. "train validation test")
 unmapped=drop_tag       # real corpora: labels without a challenge tag (drop_tag|keep_text|drop_utt, see chorus-prep)
 corpus_dir=             # corpus location (default: corpus/nvv_<lang>_<preset>, or the identical one of ../nvv_asr_<lang>)
-data_dir=data           # Kaldi data dirs
-dump_dir=dump           # dumped, tokenised data
-exp_dir=exp             # experiments
-train_set=              # training data dir name under data_dir (default: train_<lang>[_<preset> unless default])
+datadir=data            # Kaldi data dirs
+dumpdir=dump            # dumped, tokenised data
+expdir=exp              # experiments
+train_set=              # training data dir name under datadir (default: train_<lang>[_<preset> unless default])
 valid_set=              # validation data dir name (default: dev_<lang>)
 test_sets=              # space-separated test data dir names (default: test_<lang>)
-valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default per preset)
-test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default per preset)
+valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default: ci 10, default 30, large 0)
+test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default: ci 8, default 36, large 0)
 train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
 train_precision=float32 # float32|bfloat16|auto (= bfloat16 autocast on a CPU with native bf16 units; pyutils/tts/train.py, README)
-skip_data_prep=false    # true: data_dir/<sets> already exist (made by the caller); start at stage 2 content
+skip_data_prep=false    # true: datadir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
 align_min_steps=false   # duration models: at least one decoder step per phone/tag part (pyutils/tts/align.py --min-steps; README)
 tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
-tts_config=             # training config (default per preset, see below)
+tts_config=             # training config (default: conf/train_fastspeech_world_<preset>.yaml; large: conf/tuning/train_vits.yaml)
 tts_exp=                # experiment dir (default: exp/tts_<lang>_<config name>)
 tts_stats_dir=          # statistics dir (default: exp/tts_stats_<lang>_<token_type>_<feats>)
 train_args=             # extra arguments for the ESPnet trainer, e.g. "--max_epoch 50"
@@ -85,7 +83,9 @@ judge_model=base        # the judge's weights: base (make -C tools) or a CTransl
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
 copy_results=true       # stage 7: put the report into the recipe dir's RESULTS.md (en) / RESULTS_<lang>.md after a --preset default run
 help_message="Usage: $0 [options]
-NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh).
+NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh):
+  0 corpus  1 data prep  2 format/dump  3 tokens+alignment  4 stats  5 train
+  6 synthesis  7 evaluation + RESULTS.md  8 submission
 Examples:
   ./run.sh                                  # mini English corpus, default preset
   ./run.sh --lang zh                        # Mandarin
@@ -104,13 +104,15 @@ if [ $# -ne 0 ]; then
   exit 2
 fi
 
-# ---------------------------------------------------------------- presets
+# ---------------------------------------------------------------- preset defaults
+# (options left empty take the preset's value; the mini corpus has the preset's size)
 case "${preset}" in
-  ci)      synth_preset=ci;      _cfg=conf/train_fastspeech_world_ci.yaml;   _nv=10; _nt=8 ;;
-  default) synth_preset=default; _cfg=conf/train_fastspeech_world_mini.yaml; _nv=30; _nt=36 ;;
-  large)   synth_preset=large;   _cfg=conf/tuning/train_vits.yaml;    _nv=0;  _nt=0 ;;
+  ci)      _cfg=conf/train_fastspeech_world_ci.yaml;      _nv=10; _nt=8 ;;
+  default) _cfg=conf/train_fastspeech_world_default.yaml; _nv=30; _nt=36 ;;
+  large)   _cfg=conf/tuning/train_vits.yaml;              _nv=0;  _nt=0 ;;
   *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
 esac
+synth_preset=${preset}
 if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
 [[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
   || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
@@ -122,7 +124,7 @@ case "${train_precision}" in auto|float32|bfloat16) ;;
 esac
 [[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
   || { echo "$0: --gv_strength '${gv_strength}' must be a number in [0, 1.5] (0 = off)" >&2; exit 2; }
-. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
+. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
 [ -z "${infer_jsonl}" ] || [ -f "${infer_jsonl}" ] || { echo "$0: --infer_jsonl ${infer_jsonl} not found" >&2; exit 2; }
 : "${tts_config:=${_cfg}}"
 : "${valid_max_utts:=${_nv}}"
@@ -151,10 +153,11 @@ if [ -z "${tts_task}" ]; then
   esac
 fi
 _cfg_name=$(basename "${tts_config}" .yaml)
-: "${tts_exp:=${exp_dir}/tts_${lang}_${_cfg_name#train_}}"
-. utils/stage_timer.sh "${tts_exp}/log/stage_times.tsv"   # wall/CPU seconds per stage
-stage_end() {  # stage_end N NAME: the time row of stage N, if this run covers it
-  if [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ]; then stage_timer "$1 $2"; fi
+: "${tts_exp:=${expdir}/tts_${lang}_${_cfg_name#train_}}"
+# stage N of this run: its failure line names it and its time goes to <expdir>/stage_times.tsv
+in_stage() {  # in_stage N NAME: true (and the stage begun) when this run covers stage N
+  [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ] || return 1
+  stage_begin "$1" "$2"
 }
 _feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
 # a config with odim reads its features from the dump: WORLD vocoder features (stage 2)
@@ -166,7 +169,7 @@ if grep -q "^odim:" "${tts_config}"; then
     echo "$0: --gv_strength works on log-mel models; ${tts_config} predicts WORLD features" >&2; exit 2
   fi
 fi
-: "${tts_stats_dir:=${exp_dir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
+: "${tts_stats_dir:=${expdir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
 # duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
 # their front-end adds pause slots ('|' at the start and around tags) that take the silences
 _dur_model=false
@@ -174,14 +177,14 @@ case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in
   fastspeech|fastspeech2) _dur_model=true ;;
 esac
 _fe_opts=""; ${_dur_model} && _fe_opts="--pauses --tag-parts ${tag_parts}"
-_align_dir=${exp_dir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
-token_list_dir=${dump_dir}/token_list/${lang}_${token_type}${_sfx}
+_align_dir=${expdir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
+token_list_dir=${dumpdir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
 python=python3
 command -v python >/dev/null && python=python
 
 _all_sets="${train_set} ${valid_set} ${test_sets}"
-_dump_done() { echo "${dump_dir}/raw/$1/.tts_dump.done"; }   # stage 2 marker of a set
+_dump_done() { echo "${dumpdir}/raw/$1/.dump.done"; }   # stage 2 marker of a set
 if ${use_sid} && ${use_spk_embed}; then
   log "note: both --use_sid and --use_spk_embed are true; the model gets both"
 fi
@@ -190,20 +193,22 @@ fi
 _fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open('${tts_config}')); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)")
 
 # ---------------------------------------------------------------- stage 0
-if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
+if in_stage 0 "corpus"; then
   log "stage 0: corpus (${corpus}, ${lang}) -> ${corpus_dir}"
   if ${skip_data_prep}; then
     log "stage 0: skipped (--skip_data_prep true)"
   elif [ "${corpus}" = mini ]; then
     # verified marker (utils/stage_prelude.sh), the same as the NVV-ASR recipe's stage 0
-    if [ -f "${corpus_dir}/.done" ] && { [ -e "${corpus_dir}/.stage0.done" ] || : > "${corpus_dir}/.stage0.done"; } \
-       && stage_done "${corpus_dir}/.stage0.done" --adopt --dir "${corpus_dir}"; then
+    if [ -f "${corpus_dir}/.done" ] && { [ -e "${corpus_dir}/.corpus.done" ] || : > "${corpus_dir}/.corpus.done"; } \
+       && stage_done "${corpus_dir}/.corpus.done" --adopt --dir "${corpus_dir}"; then
       log "stage 0: ${corpus_dir} is complete, keeping it"
     else
       if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi   # damaged: made anew (as nvv_asr.sh)
-      chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
-        --nj "${nj}" --cmd "${train_cmd}"
-      stage_mark "${corpus_dir}/.stage0.done" --dir "${corpus_dir}"
+      log "stage 0: chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${synth_preset}.log)"
+      utils/run.pl "${expdir}/log/synth_nvv_${lang}_${synth_preset}.log" \
+        chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
+          --nj "${nj}" --cmd "${train_cmd}"
+      stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
     fi
   else
     . ./db.sh
@@ -216,23 +221,24 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
     if [ -z "${_src}" ]; then
       echo "$0: --corpus ${corpus} needs its path in db.sh" >&2; exit 1
     fi
-    chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}/data" --nj "${nj}" --unmapped "${unmapped}"
+    utils/run.pl "${expdir}/log/prep_${corpus}_${lang}.log" \
+      chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}/data" --nj "${nj}" --unmapped "${unmapped}"
     touch "${corpus_dir}/.done"
   fi
 fi
-stage_end 0 "corpus"
+stage_end
 
 # ---------------------------------------------------------------- stage 1
-if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ] && ! chain_done "${data_dir}/${train_set}/.tts_data.done" \
-     --after "${corpus_dir}/.stage0.done" "${corpus_dir} ${corpus_splits} ${_all_sets} ${skip_data_prep}" \
+if in_stage 1 "data prep" && ! chain_done "${datadir}/${train_set}/.data.done" \
+     --after "${corpus_dir}/.corpus.done" "${corpus_dir} ${corpus_splits} ${_all_sets} ${skip_data_prep}" \
      "$(cat "${corpus_dir}"/data/*/{wav.scp,text} 2>/dev/null | md5sum)"; then
-  log "stage 1: data prep -> ${data_dir}/{${train_set},${valid_set},${test_sets// /,}}"
+  log "stage 1: data prep -> ${datadir}/{${train_set},${valid_set},${test_sets// /,}}"
   if ! ${skip_data_prep}; then
     # corpus split names: train dev test
     read -r _ctr _cdv _cte <<< "${corpus_splits}"
     for pair in "${_ctr}:${train_set}" "${_cdv}:${valid_set}" "${_cte}:${test_sets%% *}"; do
       _src=${corpus_dir}/data/${pair%%:*}
-      _dst=${data_dir}/${pair#*:}
+      _dst=${datadir}/${pair#*:}
       [ -d "${_src}" ] || { echo "$0: ${_src} missing (run stage 0)" >&2; exit 1; }
       rm -rf "${_dst}"; mkdir -p "${_dst}"
       for f in wav.scp text utt2spk spk2utt utt2dur segments; do
@@ -244,19 +250,20 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ] && ! chain_done "${data_dir
     done
   fi
   for s in ${train_set} ${valid_set} ${test_sets}; do
-    ${python} -m pyutils.tts.inputs --kaldi-text "${data_dir}/${s}/text"
+    ${train_cmd} "${expdir}/log/check_text_${s}.log" \
+      ${python} -m pyutils.tts.inputs --kaldi-text "${datadir}/${s}/text"
   done
-  chain_mark "${data_dir}/${train_set}/.tts_data.done" $(for s in ${_all_sets}; do echo "--dir ${data_dir}/${s}"; done)
+  chain_mark "${datadir}/${train_set}/.data.done" $(for s in ${_all_sets}; do echo "--dir ${datadir}/${s}"; done)
 fi
-stage_end 1 "data prep"
+stage_end
 
 # ---------------------------------------------------------------- stage 2
-if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
-  log "stage 2: front-end (${lang}, ${token_type}; tags atomic) -> ${dump_dir}/raw"
-  mkdir -p "${dump_dir}/raw"
+if in_stage 2 "format/dump"; then
+  log "stage 2: front-end (${lang}, ${token_type}; tags atomic) -> ${dumpdir}/raw"
+  mkdir -p "${dumpdir}/raw"
   _dumped=""
   for s in ${_all_sets}; do
-    _src=${data_dir}/${s}; _dst=${dump_dir}/raw/${s}
+    _src=${datadir}/${s}; _dst=${dumpdir}/raw/${s}
     _wopts=""; ${_world} && _wopts="world $(md5sum < "${world_conf}") $(sed -n '/^feats_extract_conf:/,/^[^ ]/p' "${tts_config}" | md5sum)"
     # the subset size of this set only: a new --test_max_utts redoes the test dumps (and
     # stages 6-8), never the training dump and with it the alignment, statistics and model
@@ -265,7 +272,7 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     [[ " ${test_sets} " == *" ${s} "* ]] && _max=${test_max_utts}
     if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} max=${_max} ${_wopts}" \
          "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
-         "${_src}"/{events.jsonl,spk_embed.scp} "${data_dir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
+         "${_src}"/{events.jsonl,spk_embed.scp} "${datadir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
     _dumped+=" ${s}"
     mkdir -p "${_dst}/log"
     for f in wav.scp utt2spk spk2utt utt2dur events.jsonl spk_embed.scp; do
@@ -296,7 +303,8 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
       # the training targets: WORLD features of the (checked) audio, nj jobs
       rm -f "${_dst}"/feats.*   # a killed extraction leaves no scp pointing into a rewritten ark
       _n=$(wc -l < "${_dst}/wav.scp"); _nj=$(( nj < _n ? nj : _n ))
-      ${python} -m pyutils.tts.audio split-scp "${_dst}/wav.scp" "${_dst}/log/wav" "${_nj}"
+      ${train_cmd} "${_dst}/log/split_scp.log" \
+        ${python} -m pyutils.tts.audio split-scp "${_dst}/wav.scp" "${_dst}/log/wav" "${_nj}"
       ${train_cmd} JOB=1:"${_nj}" "${_dst}/log/world.JOB.log" \
         ${python} -m pyutils.tts.world extract --config "${tts_config}" --world-conf "${world_conf}" \
           --wav-scp "${_dst}/log/wav.JOB.scp" --out-scp "${_dst}/feats.JOB.scp"
@@ -309,43 +317,45 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     fi
   done
   # speaker ids from the training speakers (ESPnet's utt2sid / spk2sid)
-  cut -d' ' -f1 "${dump_dir}/raw/${train_set}/spk2utt" | LC_ALL=C sort | awk '{print $1, NR-1}' \
-    > "${dump_dir}/raw/${train_set}/spk2sid"
+  cut -d' ' -f1 "${dumpdir}/raw/${train_set}/spk2utt" | LC_ALL=C sort | awk '{print $1, NR-1}' \
+    > "${dumpdir}/raw/${train_set}/spk2sid"
   for s in ${_all_sets}; do
-    ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" \
-      "${dump_dir}/raw/${s}/utt2spk" "${dump_dir}/raw/${s}/utt2sid"
+    ${train_cmd} "${dumpdir}/raw/${s}/log/utt2sid.log" \
+      ${python} -m pyutils.tts.audio utt2sid "${dumpdir}/raw/${train_set}/spk2sid" \
+        "${dumpdir}/raw/${s}/utt2spk" "${dumpdir}/raw/${s}/utt2sid"
   done
   for s in ${_dumped}; do   # (durations in these folders are stage 3's)
-    chain_mark "$(_dump_done "${s}")" $(find "${dump_dir}/raw/${s}" -maxdepth 1 -type f ! -name '.*' ! -name durations
-                                        [ ! -d "${dump_dir}/raw/${s}/wav" ] || echo "--dir ${dump_dir}/raw/${s}/wav")
+    chain_mark "$(_dump_done "${s}")" $(find "${dumpdir}/raw/${s}" -maxdepth 1 -type f ! -name '.*' ! -name durations
+                                        [ ! -d "${dumpdir}/raw/${s}/wav" ] || echo "--dir ${dumpdir}/raw/${s}/wav")
   done
 fi
-stage_end 2 "format/dump"
+stage_end
 
 # ---------------------------------------------------------------- stage 3
-if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && ! chain_done "${token_list_dir}/.tts_tokens.done" \
+if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_dur_model}$(! ${align_min_steps} || echo " min_steps") $(md5sum < "${tts_config}")"; then
   log "stage 3: token list -> ${token_list}"
   mkdir -p "${token_list_dir}"
-  ${python} -m pyutils.tts.tokens "${dump_dir}/raw/${train_set}/text" "${token_list}"
+  ${train_cmd} "${token_list_dir}/log/tokens.log" \
+    ${python} -m pyutils.tts.tokens "${dumpdir}/raw/${train_set}/text" "${token_list}"
   log "stage 3: $(wc -l < "${token_list}") tokens (all 16 challenge tags included)"
   if ${_dur_model}; then
     # durations (frames per token + <eos>) for FastSpeech: HMM forced alignment trained on the
     # training set; the mini corpus's exact NVV times (events.jsonl) pin each tag's span
-    log "stage 3: forced alignment -> ${dump_dir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
+    log "stage 3: forced alignment -> ${dumpdir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
     ${train_cmd} "${_align_dir}/log/align.log" \
-      ${python} -m pyutils.tts.align --config "${tts_config}" --train "${dump_dir}/raw/${train_set}" \
-        --align "${dump_dir}/raw/${train_set}" --align "${dump_dir}/raw/${valid_set}" --out-dir "${_align_dir}" \
+      ${python} -m pyutils.tts.align --config "${tts_config}" --train "${dumpdir}/raw/${train_set}" \
+        --align "${dumpdir}/raw/${train_set}" --align "${dumpdir}/raw/${valid_set}" --out-dir "${_align_dir}" \
         $(! ${align_min_steps} || echo --min-steps)
     grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
   fi
-  chain_mark "${token_list_dir}/.tts_tokens.done" "${token_list}" $(! ${_dur_model} || echo \
-    "${dump_dir}/raw/${train_set}/durations" "${dump_dir}/raw/${valid_set}/durations" "${_align_dir}/align_stats.json")
+  chain_mark "${token_list_dir}/.tokens.done" "${token_list}" $(! ${_dur_model} || echo \
+    "${dumpdir}/raw/${train_set}/durations" "${dumpdir}/raw/${valid_set}/durations" "${_align_dir}/align_stats.json")
 fi
 
 # Data arguments shared by stats, training and the shape files.
 _data_opts() {  # $1 = train|valid, $2 = set
-  local d=${dump_dir}/raw/$2 o=""
+  local d=${dumpdir}/raw/$2 o=""
   o+="--${1}_data_path_and_name_and_type ${d}/text,text,text "
   if ${_world}; then o+="--${1}_data_path_and_name_and_type ${d}/feats.scp,speech,kaldi_ark "
   else o+="--${1}_data_path_and_name_and_type ${d}/wav.scp,speech,sound "; fi
@@ -357,27 +367,30 @@ _data_opts() {  # $1 = train|valid, $2 = set
 _model_opts() {
   local o="--token_type word --token_list ${token_list} --cleaner none --g2p none"
   local nspk
-  nspk=$(wc -l < "${dump_dir}/raw/${train_set}/spk2sid")
+  nspk=$(wc -l < "${dumpdir}/raw/${train_set}/spk2sid")
   # VITS keeps speaker settings under tts_conf.generator_params
   local k=""; [ "${tts_task}" = gan_tts ] && k="generator_params."
   ${use_sid} && o+=" --tts_conf ${k}spks=${nspk}"
   ${use_spk_embed} && o+=" --tts_conf ${k}spk_embed_dim=${spk_embed_dim}"
   echo "${o}"
 }
-stage_end 3 "tokens + alignment"
+stage_end
 
 # ---------------------------------------------------------------- stage 4
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && ! chain_done "${tts_stats_dir}/.tts_stats.done" \
+if in_stage 4 "stats" && ! chain_done "${tts_stats_dir}/.stats.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
-     --after "${token_list_dir}/.tts_tokens.done" "${train_args} ${use_sid} $(md5sum < "${tts_config}")"; then
+     --after "${token_list_dir}/.tokens.done" "${train_args} ${use_sid} $(md5sum < "${tts_config}")"; then
   log "stage 4: statistics -> ${tts_stats_dir}"
   _logdir=${tts_stats_dir}/logdir
   rm -rf "${_logdir}"; mkdir -p "${_logdir}"
-  _ntrain=$(wc -l < "${dump_dir}/raw/${train_set}/wav.scp")
-  _nvalid=$(wc -l < "${dump_dir}/raw/${valid_set}/wav.scp")
+  _ntrain=$(wc -l < "${dumpdir}/raw/${train_set}/wav.scp")
+  _nvalid=$(wc -l < "${dumpdir}/raw/${valid_set}/wav.scp")
   _nj=$(( nj < _nvalid ? nj : _nvalid ))
-  ${python} -m pyutils.tts.audio split-scp "${dump_dir}/raw/${train_set}/wav.scp" "${_logdir}/train" "${_nj}"
-  ${python} -m pyutils.tts.audio split-scp "${dump_dir}/raw/${valid_set}/wav.scp" "${_logdir}/valid" "${_nj}"
+  for _s in train valid; do
+    _set=${train_set}; [ "${_s}" = valid ] && _set=${valid_set}
+    ${train_cmd} "${_logdir}/split_${_s}.log" \
+      ${python} -m pyutils.tts.audio split-scp "${dumpdir}/raw/${_set}/wav.scp" "${_logdir}/${_s}" "${_nj}"
+  done
   # shellcheck disable=SC2046
   ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
     ${python} -m espnet2.bin.${tts_task}_train --collect_stats true --use_preprocessor true --normalize none \
@@ -388,16 +401,17 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && ! chain_done "${tts_stat
   _dirs=""
   for i in $(seq "${_nj}"); do _dirs+=" --input_dir ${_logdir}/stats.${i}"; done
   # shellcheck disable=SC2086
-  ${python} -m espnet2.bin.aggregate_stats_dirs ${_dirs} --output_dir "${tts_stats_dir}"
+  ${train_cmd} "${_logdir}/aggregate_stats.log" \
+    ${python} -m espnet2.bin.aggregate_stats_dirs ${_dirs} --output_dir "${tts_stats_dir}"
   log "stage 4: ${_ntrain} train / ${_nvalid} valid utterances"
-  chain_mark "${tts_stats_dir}/.tts_stats.done" --dir "${tts_stats_dir}/train" --dir "${tts_stats_dir}/valid"
+  chain_mark "${tts_stats_dir}/.stats.done" --dir "${tts_stats_dir}/train" --dir "${tts_stats_dir}/valid"
 fi
-stage_end 4 "stats"
+stage_end
 
 # ---------------------------------------------------------------- stage 5
-if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}/.train.done" \
+if in_stage 5 "train" && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
-     --after "${token_list_dir}/.tts_tokens.done" --after "${tts_stats_dir}/.tts_stats.done" \
+     --after "${token_list_dir}/.tokens.done" --after "${tts_stats_dir}/.stats.done" \
      "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim}$([ "${train_precision}" = float32 ] || echo " ${train_precision}") $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
@@ -434,27 +448,32 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && ! chain_done "${tts_exp}
   chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml" \
     $(! ${_world} || echo "${tts_exp}/world.src.yaml ${tts_exp}/train_config.src.yaml")
 fi
-stage_end 5 "train"
+stage_end
 
 # ---------------------------------------------------------------- stage 6
 _synth_sets="${test_sets}"
 [ -n "${infer_jsonl}" ] && _synth_sets+=" infer_${lang}"
-if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
+if in_stage 6 "synthesis"; then
   log "stage 6: synthesis (${inference_model}) for: ${_synth_sets}"
   if [ -n "${infer_jsonl}" ]; then
     # Track 2 input: every line checked first (file:line: CODE: message), nothing synthesised on error
-    _spk=${infer_spk:-$(head -n1 "${dump_dir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
-    if ! grep -q "^${_spk} " "${dump_dir}/raw/${train_set}/spk2sid"; then
-      echo "$0: --infer_spk ${_spk} is not a training speaker (see ${dump_dir}/raw/${train_set}/spk2sid)" >&2; exit 2
+    _spk=${infer_spk:-$(head -n1 "${dumpdir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
+    if ! grep -q "^${_spk} " "${dumpdir}/raw/${train_set}/spk2sid"; then
+      echo "$0: --infer_spk ${_spk} is not a training speaker (see ${dumpdir}/raw/${train_set}/spk2sid)" >&2; exit 2
     fi
-    _d=${dump_dir}/raw/infer_${lang}
+    _d=${dumpdir}/raw/infer_${lang}
     rm -rf "${_d}"; mkdir -p "${_d}"
-    ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}"
+    _l=${_d}/log
+    ${train_cmd} "${_l}/inputs.log" \
+      ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}" || exit 2
     mv "${_d}/text" "${_d}/text.tagged"
-    ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
+    ${train_cmd} "${_l}/frontend.log" \
+      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
     # a token the model never saw (ESPnet would read it as <unk>) or a text of pauses only: named, nothing synthesised
-    ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
-    ${python} -m pyutils.tts.audio utt2sid "${dump_dir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
+    ${train_cmd} "${_l}/check_tokens.log" \
+      ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
+    ${train_cmd} "${_l}/utt2sid.log" \
+      ${python} -m pyutils.tts.audio utt2sid "${dumpdir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
     if ${use_spk_embed}; then
       echo "$0: --infer_jsonl with --use_spk_embed needs ${_d}/spk_embed.scp: not supported yet" >&2; exit 1
     fi
@@ -474,29 +493,32 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       log "stage 6: training GV statistics -> ${tts_exp}/gv_stats.npz"
       ${train_cmd} "${tts_exp}/log/gv_stats.log" \
         ${python} -m pyutils.tts.postfilter stats --config "${tts_exp}/config.yaml" \
-          --wav-scp "${dump_dir}/raw/${train_set}/wav.scp" --out "${tts_exp}/gv_stats.npz"
+          --wav-scp "${dumpdir}/raw/${train_set}/wav.scp" --out "${tts_exp}/gv_stats.npz"
       chain_mark "${_gv_marker}" "${tts_exp}/gv_stats.npz"
     fi
     _gv_opts="--gv-stats ${tts_exp}/gv_stats.npz --gv-strength ${gv_strength}"
   fi
   for s in ${_synth_sets}; do
-    _data=${dump_dir}/raw/${s}
+    _data=${dumpdir}/raw/${s}
     _dir=${tts_exp}/synth_${s}
     _logdir=${_dir}/log
-    if chain_done "${_dir}/.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tts_tokens.done" \
+    if chain_done "${_dir}/.synth.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tokens.done" \
          ${_gv_marker:+--after "${_gv_marker}"} \
          "${inference_model} ${inference_args} ${gpu_inference} ${_voc_opts} ${_gv_opts}" \
          "$(cat "${_data}"/{text,utt2sid,spk_embed.scp} "${tts_exp}/${inference_model}" 2>/dev/null | md5sum)"; then continue; fi
     rm -rf "${_dir}"; mkdir -p "${_logdir}"
     _n=$(wc -l < "${_data}/text")
     _nj=$(( nj < _n ? nj : _n ))
-    ${python} -m pyutils.tts.audio split-scp "${_data}/text" "${_logdir}/keys" "${_nj}"
+    ${_cmd} "${_logdir}/split_keys.log" \
+      ${python} -m pyutils.tts.audio split-scp "${_data}/text" "${_logdir}/keys" "${_nj}"
     _in="--data_path_and_name_and_type ${_data}/text,text,text"
     ${use_sid} && _in+=" --data_path_and_name_and_type ${_data}/utt2sid,sids,text_int"
     ${use_spk_embed} && _in+=" --data_path_and_name_and_type ${_data}/spk_embed.scp,spembs,kaldi_ark"
     log "stage 6: ${s}: ${_n} utterances, log: ${_logdir}/tts_inference.*.log"
-    if ! ${python} -m pyutils.tts.tokens "${_data}/text" --check "${token_list}" 2> "${_logdir}/inventory.log"; then
-      log "stage 6: warning: ${s}: $(wc -l < "${_logdir}/inventory.log") utterances with tokens outside the inventory (synthesised with <unk>): ${_logdir}/inventory.log"
+    # (a warning, not a failure: its job report is not printed)
+    if ! ${_cmd} "${_logdir}/inventory.log" \
+           ${python} -m pyutils.tts.tokens "${_data}/text" --check "${token_list}" 2> /dev/null; then
+      log "stage 6: warning: ${s}: $(grep -vc '^#' "${_logdir}/inventory.log") utterances with tokens outside the inventory (synthesised with <unk>): ${_logdir}/inventory.log"
     fi
     # shellcheck disable=SC2086
     ${_cmd} --gpu "${_ngpu}" JOB=1:"${_nj}" "${_logdir}/tts_inference.JOB.log" \
@@ -529,18 +551,19 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \
       awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
     # post-processing: 16 kHz mono PCM16, loudness -23 dBFS (active speech), peak <= -1 dBFS
-    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
-      --expect-keys "${_data}/text" || exit 2
+    ${_cmd} "${_logdir}/postprocess.log" \
+      ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
+        --expect-keys "${_data}/text" || exit 2
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
-    chain_mark "${_dir}/.done" --dir "${_dir}"
+    chain_mark "${_dir}/.synth.done" --dir "${_dir}"
   done
 fi
-stage_end 6 "synthesis"
+stage_end
 
 # ---------------------------------------------------------------- stage 7
-if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}/.eval.done" \
-     $(for s in ${test_sets}; do echo "--after ${tts_exp}/synth_${s}/.done --after $(_dump_done "${s}")"; done) \
-     --after "${token_list_dir}/.tts_tokens.done" \
+if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
+     $(for s in ${test_sets}; do echo "--after ${tts_exp}/synth_${s}/.synth.done --after $(_dump_done "${s}")"; done) \
+     --after "${token_list_dir}/.tokens.done" \
      "${judge} ${judge_model} ${eval_max_utts} ${preset} ${lang} ${test_sets} ${_dur_model}" \
      "$(_a=${asr_exp:-$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)}
         echo "${_a}"; [ -z "${_a}" ] || cat "${_a}/.train.done" 2>/dev/null || true)"; then
@@ -562,7 +585,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}
     if [ -n "${asr_exp}" ]; then
       # NVV-ASR transcripts of the synthesis and of the real test audio (reference point)
       for _what in synth real; do
-        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dump_dir}/raw/${s}/wav.scp
+        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dumpdir}/raw/${s}/wav.scp
         # the NVV-ASR recipe keeps a finished dump of the same wav.scp path: the synthesis of a
         # new model has the same paths, so its work dir goes first (else the old audio is decoded)
         [ "${_what}" = synth ] && rm -rf "${_edir}/asr_synth/work"
@@ -576,7 +599,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}
     # Intelligibility by the independent judge (pretrained Whisper, pyutils/whisper/judge.py)
     if [ "${judge}" = true ]; then
       for _what in synth real; do
-        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dump_dir}/raw/${s}/wav.scp
+        _scp=${_dir}/wav.scp; [ "${_what}" = real ] && _scp=${dumpdir}/raw/${s}/wav.scp
         ${decode_cmd} "${_edir}/log/judge_${_what}.log" \
           ${python} -m pyutils.whisper.judge --lang "${lang}" --model "${judge_model}" \
             --wav-scp "${_scp}" --out "${_edir}/judge_${_what}/text"
@@ -586,40 +609,47 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ] && ! chain_done "${tts_exp}
     # shellcheck disable=SC2086
     ${decode_cmd} "${_edir}/log/evaluate.log" \
       ${python} -m pyutils.tts.evaluate \
-        --real-dir "${dump_dir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
-        --durations "${_dir}/durations/durations" --token-text "${dump_dir}/raw/${s}/text" \
+        --real-dir "${dumpdir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
+        --durations "${_dir}/durations/durations" --token-text "${dumpdir}/raw/${s}/text" \
         --lang "${lang}" --max-utts "${eval_max_utts}" ${_asr_opts} --out-dir "${_edir}"
     _eval_dirs+=" ${s}=${_edir}"
   done
   # shellcheck disable=SC2086
   _rep_opts=""
   ${_dur_model} && _rep_opts="--align-stats ${_align_dir}/align_stats.json"
-  ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_opts} \
-    --stage-times "${tts_exp}/log/stage_times.tsv" --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
+  ${decode_cmd} "${tts_exp}/log/report.log" \
+    ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_opts} \
+      --stage-times "${expdir}/stage_times.tsv" --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
   if ${copy_results} && [ "${preset}" = default ]; then
     # en owns RESULTS.md, every other language its RESULTS_<lang>.md; notes below the marker stay
     _results_name=RESULTS.md
     [ "${lang}" = en ] || _results_name="RESULTS_${lang}.md"
-    ${python} -m pyutils.results_file --report "${tts_exp}/RESULTS.md" --into "${_results_name}"
+    ${decode_cmd} "${tts_exp}/log/copy_results.log" \
+      ${python} -m pyutils.results_file --report "${tts_exp}/RESULTS.md" --into "${_results_name}"
     log "stage 7: copied to $(pwd)/${_results_name}"
   fi
   grep -E "^(PCER|SIM):" "${tts_exp}/RESULTS.md" || true
   chain_mark "${tts_exp}/.eval.done" "${tts_exp}/RESULTS.md" $(for s in ${test_sets}; do echo "--dir ${tts_exp}/eval_${s}"; done)
 fi
-stage_end 7 "evaluation"
+stage_end
 
 # ---------------------------------------------------------------- stage 8
-if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
+if in_stage 8 "submission"; then
   log "stage 8: submission (16 kHz mono PCM16 <utt_id>.wav) -> ${submission_dir}"
   for s in ${_synth_sets}; do
     _out=${submission_dir}/${s}
-    ${python} -m pyutils.tts.audio to-submission "${tts_exp}/synth_${s}/wav.scp" "${_out}"
-    ${python} -m pyutils.tts.audio text-to-jsonl "${dump_dir}/raw/${s}/text.tagged" "${_out}.ref.jsonl" --lang "${lang}"
-    chorus-score validate-track2 --dir "${_out}" --ref "${_out}.ref.jsonl"
+    _l=${tts_exp}/log/submission_${s}
+    ${decode_cmd} "${_l}.to_submission.log" \
+      ${python} -m pyutils.tts.audio to-submission "${tts_exp}/synth_${s}/wav.scp" "${_out}"
+    ${decode_cmd} "${_l}.ref_jsonl.log" \
+      ${python} -m pyutils.tts.audio text-to-jsonl "${dumpdir}/raw/${s}/text.tagged" "${_out}.ref.jsonl" --lang "${lang}"
+    ${decode_cmd} "${_l}.validate.log" \
+      chorus-score validate-track2 --dir "${_out}" --ref "${_out}.ref.jsonl"
+    grep -v '^#' "${_l}.validate.log" | tail -n 2
     log "stage 8: ${s}: $(find "${_out}" -name '*.wav' | wc -l) files valid in ${_out}"
   done
 fi
-stage_end 8 "submission"
+stage_end
 
-log "Successfully finished. [elapsed=${SECONDS}s; per stage: ${tts_exp}/log/stage_times.tsv]"
+log "Successfully finished. [elapsed=${SECONDS}s; per stage: ${expdir}/stage_times.tsv]"

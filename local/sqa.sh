@@ -7,7 +7,7 @@
 #   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl[,faults.jsonl: kind of each simulated fault]}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
-#                 with --utt-embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
+#                 with --utt_embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
 #                 and the Whisper encoder frames at 20 ms, projected (frames.scp, for the fault head)
 #   3 stats       global mean/std of the training features
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
@@ -17,60 +17,58 @@
 #   8 package     submission/sqa_<set>.jsonl (validated with the scorer's rules)
 set -euo pipefail
 
-log() { echo "$(date '+%Y-%m-%dT%H:%M:%S') ($(basename "$0"):${BASH_LINENO[0]}) $*"; }
-
-# --preset must be known before the defaults below are chosen.
-preset=default          # ci | default | large: corpus size and training config
-for _a in "$@"; do
-  case "${_prev:-}" in --preset) preset="${_a}" ;; esac
-  case "${_a}" in --preset=*) preset="${_a#--preset=}" ;; esac
-  _prev="${_a}"
-done
-case "${preset}" in
-  ci|default|large) ;;
-  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
-esac
-
 stage=0                 # first stage to run
 stop_stage=8            # last stage to run
+preset=default          # ci | default | large: corpus size and training config
 nj=2                    # parallel jobs for dump and baselines
-corpus_dir=corpus/sqa_mini3_${preset}   # where stage 0 writes the mini corpus (3: real talkers in train)
+corpus_dir=             # where stage 0 writes the mini corpus (default: corpus/sqa_mini3_<preset>; 3: real talkers in train)
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
-vad_feature=false       # append the silero-vad speech probability to the features
-cue_feature=false       # append the physical frame cues (pyutils.sqa.cues: reverb tails, noise floor,
-                        # modulation, several voices); off: see RESULTS.md "physical frame cues"
 pitch_feature=true      # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing and the
                         # log period's change per 10 ms; RESULTS.md)
 pitch_rate=16000        # the rate the contour is analysed at: 16000, or 8000 (about 2x cheaper)
-data_dir=data           # Kaldi-style data dirs
-dump_dir=dump           # features + 16 kHz audio
-exp_dir=exp             # models, logs, results
+datadir=data            # Kaldi-style data dirs
+dumpdir=dump            # features + 16 kHz audio
+expdir=exp              # models, logs, results
 train_set=train         # training set name
-dev_set=dev             # set used for early stopping and tuning
+valid_set=dev           # set used for early stopping and tuning
 test_sets="test test_real"   # sets to infer and score (test_real: real speech, dropped if the corpus has none)
 utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
 embed_opts="--whisper base --whisper-layer 3 --p808 true --p835 false"   # options of pyutils.sqa.embed (block 3: RESULTS.md)
                         # dump; add "--frames-dim 48" to keep the Whisper frames (frame_embed: true in the config)
-train_config=conf/train_${preset}.yaml   # training hyper-parameters
-tag=${preset}           # model dir is exp/sqa_<tag>
+sqa_config=             # training hyper-parameters (default: conf/train_<preset>.yaml)
+tag=                    # model dir is exp/sqa_<tag> (default: the preset)
 score_column="Overall quality"   # QualiSpeech column used as the reference score
 prep_opts=""            # extra options for `chorus-prep qualispeech` (real data), e.g. "--untimed-fault drop"
 region_tune=after       # stage 5: noise/distortion class per detected region, its threshold tuned on dev
                         # after the per-fault parameters (after), with them re-tuned under it (joint: better on
                         # unseen fault families, slightly worse in-distribution, RESULTS.md), or off
-run_baselines=true      # stage 4 on/off
+skip_baselines=false    # true: skip stage 4 (non-learned baselines)
 num_plots=4             # recordings plotted in stage 7
 submission_dir=submission   # stage 8 output dir
 copy_results=auto       # copy RESULTS.md into the recipe dir (auto: only for preset default)
-help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop-stage M] [options]
-Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals."
+help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop_stage M] [options]
+Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals.
+Stages: 0 corpus, 1 data, 2 features+embeddings, 3 stats, 4 baselines, 5 train, 6 inference,
+7 scoring, 8 package (header of local/sqa.sh). Examples:
+  ./run.sh                                  # default preset, all stages
+  ./run.sh --preset ci                      # whole recipe in ~2-3 minutes
+  ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/train_default_short.yaml --tag short"
 
 . ./path.sh
 . ./cmd.sh
 . ./db.sh
 qualispeech=${QUALISPEECH:-}   # QualiSpeech root (default: QUALISPEECH in db.sh); empty = mini corpus
 . utils/parse_options.sh
+
+case "${preset}" in
+  ci|default|large) ;;
+  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
+esac
+# preset defaults (options left empty)
+: "${corpus_dir:=corpus/sqa_mini3_${preset}}"
+: "${sqa_config:=conf/train_${preset}.yaml}"
+: "${tag:=${preset}}"
 
 if [ $# -ne 0 ]; then
   echo "${help_message}" >&2
@@ -85,7 +83,7 @@ case "${pitch_rate}" in
   16000|8000) ;;
   *) echo "$0: unknown --pitch_rate '${pitch_rate}' (use 16000 or 8000)" >&2; exit 2 ;;
 esac
-. utils/stage_prelude.sh "${exp_dir}"   # checks --stage/--stop-stage, one run per exp dir
+. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
 
 # the mini corpus has test_real only where pocketsphinx-testdata is installed
 drop_real() { test_sets=$(echo " ${test_sets} " | sed 's/ test_real / /; s/^ *//; s/ *$//'); }
@@ -95,91 +93,96 @@ elif [ ! -d /usr/share/pocketsphinx/test/data/librivox ] \
      || { [ -f "${corpus_dir}/.done" ] && [ ! -d "${corpus_dir}/data/test_real" ]; }; then
   drop_real
 fi
-model_dir=${exp_dir}/sqa_${tag}
-stats_file=${dump_dir}/${train_set}/feats_stats.npz   # lives with the features it describes
-all_sets="${train_set} ${dev_set} ${test_sets}"
-baseline_dir=${exp_dir}/sqa_baselines_${tag}
+model_dir=${expdir}/sqa_${tag}
+stats_file=${dumpdir}/${train_set}/feats_stats.npz   # lives with the features it describes
+all_sets="${train_set} ${valid_set} ${test_sets}"
+baseline_dir=${expdir}/sqa_baselines_${tag}
 real_corpus=${qualispeech}
-mkdir -p "${exp_dir}"
+mkdir -p "${expdir}"
 # wall time across resumed runs: seconds spent by earlier runs of this recipe (stage 0 resets it)
-[ ${stage} -le 0 ] && echo 0 > "${exp_dir}/.sqa_seconds"
-prior_seconds=$(cat "${exp_dir}/.sqa_seconds" 2>/dev/null || echo 0)
-trap 'echo $(( SECONDS + prior_seconds )) > "${exp_dir}/.sqa_seconds"' EXIT
-times_file=${exp_dir}/stage_times.tsv
-. utils/stage_timer.sh "${times_file}"   # stage_timer "<n> <name>": wall/CPU seconds per stage
+[ ${stage} -le 0 ] && echo 0 > "${expdir}/.sqa_seconds"
+prior_seconds=$(cat "${expdir}/.sqa_seconds" 2>/dev/null || echo 0)
+trap 'echo $(( SECONDS + prior_seconds )) > "${expdir}/.sqa_seconds"' EXIT
+times_file=${expdir}/stage_times.tsv   # stage_begin/stage_end (utils/stage_prelude.sh)
 
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
+  stage_begin 0 corpus
   if [ -n "${real_corpus}" ]; then
     [ -d "${real_corpus}" ] || { echo "$0: --qualispeech ${real_corpus} is not a directory" >&2; exit 2; }
     log "stage 0: using QualiSpeech at ${real_corpus}; nothing to generate"
   elif [ -f "${corpus_dir}/.done" ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"
   else
-    log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir}"
-    mkdir -p "${exp_dir}/log"
-    chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
-      --nj "${nj}" --cmd "${train_cmd}" 2>&1 | tee "${exp_dir}/log/synth_sqa.log"
-    [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${exp_dir}/log/synth_sqa.log)"; exit 1; }
+    log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir} (log ${expdir}/log/synth_sqa.log)"
+    utils/run.pl "${expdir}/log/synth_sqa.log" \
+      chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
+        --nj "${nj}" --cmd "${train_cmd}"
+    [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${expdir}/log/synth_sqa.log)"; exit 1; }
   fi
-  stage_timer "0 corpus"
+  stage_end
 fi
 
 if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
+  stage_begin 1 data
   log "stage 1: data preparation"
   if [ -n "${real_corpus}" ]; then
-    mkdir -p "${exp_dir}/log"
-    log "  chorus-prep qualispeech --src ${real_corpus} (log ${exp_dir}/log/prep_qualispeech.log)"
+    log "  chorus-prep qualispeech --src ${real_corpus} (log ${expdir}/log/prep_qualispeech.log)"
     # shellcheck disable=SC2086
-    chorus-prep qualispeech --src "${real_corpus}" --out "${data_dir}" --score-column "${score_column}" \
-      ${prep_opts} > "${exp_dir}/log/prep_qualispeech.log" 2>&1 \
-      || { tail -n 20 "${exp_dir}/log/prep_qualispeech.log"; exit 1; }
-    tail -n 5 "${exp_dir}/log/prep_qualispeech.log"
+    utils/run.pl "${expdir}/log/prep_qualispeech.log" \
+      chorus-prep qualispeech --src "${real_corpus}" --out "${datadir}" --score-column "${score_column}" ${prep_opts}
+    grep -v '^#' "${expdir}/log/prep_qualispeech.log" | tail -n 5
   else
     for s in ${all_sets}; do
       [ -d "${corpus_dir}/data/${s}" ] || { log "no ${corpus_dir}/data/${s}: run stage 0"; exit 1; }
-      mkdir -p "${data_dir}/${s}"
+      mkdir -p "${datadir}/${s}"
       for f in wav.scp utt2spk spk2utt utt2dur; do
-        [ -f "${corpus_dir}/data/${s}/${f}" ] && cp "${corpus_dir}/data/${s}/${f}" "${data_dir}/${s}/${f}"
+        [ -f "${corpus_dir}/data/${s}/${f}" ] && cp "${corpus_dir}/data/${s}/${f}" "${datadir}/${s}/${f}"
       done
-      cp "${corpus_dir}/ref/${s}.jsonl" "${data_dir}/${s}/ref.jsonl"
+      cp "${corpus_dir}/ref/${s}.jsonl" "${datadir}/${s}/ref.jsonl"
       # the kind of every simulated fault (for the report's per-kind table; absent for real data)
-      if [ -f "${corpus_dir}/faults/${s}.jsonl" ]; then cp "${corpus_dir}/faults/${s}.jsonl" "${data_dir}/${s}/faults.jsonl"; fi
+      if [ -f "${corpus_dir}/faults/${s}.jsonl" ]; then cp "${corpus_dir}/faults/${s}.jsonl" "${datadir}/${s}/faults.jsonl"; fi
     done
   fi
   for s in ${all_sets}; do
     for f in wav.scp ref.jsonl; do
-      [ -s "${data_dir}/${s}/${f}" ] || { log "missing or empty ${data_dir}/${s}/${f}"; exit 1; }
+      [ -s "${datadir}/${s}/${f}" ] || { log "missing or empty ${datadir}/${s}/${f}"; exit 1; }
     done
-    log "  ${s}: $(wc -l < "${data_dir}/${s}/wav.scp") recordings"
+    log "  ${s}: $(wc -l < "${datadir}/${s}/wav.scp") recordings"
   done
-  stage_timer "1 data"
+  stage_end
 fi
 
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
+  stage_begin 2 features+embeddings
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
   pending=""; declare -A _sig   # sets dumped in this run (and their signatures): embedded together below, then marked
+  _feat_opts=(--n-mels "${n_mels}")
+  _feat_desc="n_mels=${n_mels} vad=false embed=${utt_embed} ${embed_opts}"   # (vad=false: kept, so older dumps stay valid)
+  if [ "${pitch_feature}" = true ]; then
+    _feat_opts+=(--pitch --pitch-rate "${pitch_rate}")
+    _feat_desc+=" pitch=true"
+    [ "${pitch_rate}" = 16000 ] || _feat_desc+=" pitch_rate=${pitch_rate}"
+  fi
   for s in ${all_sets}; do
-    out=${dump_dir}/${s}
-    # the marker holds a checksum of the source wav.scp: another corpus/preset is re-dumped
-    sig="$( (cat "${data_dir}/${s}/wav.scp"; echo "n_mels=${n_mels} vad=${vad_feature} embed=${utt_embed} ${embed_opts}$( [ "${cue_feature}" = true ] && echo " cues=true")$( [ "${pitch_feature}" = true ] && echo " pitch=true")$( [ "${pitch_feature}" = true ] && [ "${pitch_rate}" != 16000 ] && echo " pitch_rate=${pitch_rate}")") \
-      | md5sum | cut -d' ' -f1)"
-    # the marker vouches for every dumped file (size + checksum): a deleted or damaged ark is re-dumped
-    if _why=$(python -m pyutils.jobs.stage_marker check "${out}/.done" --sig "${sig}"); then
+    out=${dumpdir}/${s}
+    # the marker holds a checksum of the source wav.scp and the settings: another corpus/preset
+    # is re-dumped; it vouches for every dumped file (size + checksum): a deleted or damaged
+    # ark is re-dumped
+    sig="$( (cat "${datadir}/${s}/wav.scp"; echo "${_feat_desc}") | md5sum | cut -d' ' -f1)"
+    if stage_done "${out}/.dump.done" --sig "${sig}"; then
       log "  ${s}: already dumped"; continue
     fi
-    [ -e "${out}/.done" ] && log "  ${s}: dumping again: ${_why}"
     rm -rf "${out}"
     mkdir -p "${out}/split${nj}" "${out}/log"
     # round-robin split of wav.scp into nj pieces (no piece is empty unless nj > #utts)
-    n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
+    n_utt=$(wc -l < "${datadir}/${s}/wav.scp")
     _nj=$(( n_utt < nj ? n_utt : nj ))
     rm -f "${out}"/split${nj}/wav.*.scp
     awk -v n="${_nj}" -v d="${out}/split${nj}" '{ print > (d "/wav." ((NR - 1) % n + 1) ".scp") }' \
-      "${data_dir}/${s}/wav.scp"
+      "${datadir}/${s}/wav.scp"
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
-        --n-mels "${n_mels}" $( [ "${vad_feature}" = true ] && echo --vad ) \
-        $( [ "${cue_feature}" = true ] && echo --cues ) $( [ "${pitch_feature}" = true ] && echo --pitch --pitch-rate "${pitch_rate}" )
+        "${_feat_opts[@]}"
     echo "${_nj}" > "${out}/nj"
     pending="${pending} ${s}"; _sig[${s}]=${sig}
   done
@@ -187,17 +190,17 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     # one array job for all sets: each process loads Whisper and DNSMOS once (~10 s), not once per set
     _pairs=(); _maxnj=1
     for s in ${pending}; do
-      _pairs+=(--wav-scp "${dump_dir}/${s}/wav.JOB.scp" --outdir "${dump_dir}/${s}")
-      _n=$(cat "${dump_dir}/${s}/nj"); [ "${_n}" -gt "${_maxnj}" ] && _maxnj=${_n}
+      _pairs+=(--wav-scp "${dumpdir}/${s}/wav.JOB.scp" --outdir "${dumpdir}/${s}")
+      _n=$(cat "${dumpdir}/${s}/nj"); [ "${_n}" -gt "${_maxnj}" ] && _maxnj=${_n}
     done
-    log "  embedding${pending} (logs: ${dump_dir}/log/embed.*.log)"
-    mkdir -p "${dump_dir}/log"
+    log "  embedding${pending} (logs: ${dumpdir}/log/embed.*.log)"
+    mkdir -p "${dumpdir}/log"
     # shellcheck disable=SC2086
-    ${train_cmd} JOB=1:${_maxnj} "${dump_dir}/log/embed.JOB.log" \
+    ${train_cmd} JOB=1:${_maxnj} "${dumpdir}/log/embed.JOB.log" \
       python -m pyutils.sqa.embed dump "${_pairs[@]}" --missing-ok --job JOB ${embed_opts}
   fi
   for s in ${pending}; do
-    out=${dump_dir}/${s}
+    out=${dumpdir}/${s}
     _nj=$(cat "${out}/nj")
     for f in feats wav $( [ "${utt_embed}" = true ] && echo embed) \
              $( [ "${utt_embed}" = true ] && [ -f "${out}/frames.1.scp" ] && echo frames); do
@@ -206,8 +209,8 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     for f in utt2num_frames utt2dur bad; do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}"; done | sort > "${out}/${f}"
     done
-    cp "${data_dir}/${s}/ref.jsonl" "${out}/ref.jsonl"
-    n_utt=$(wc -l < "${data_dir}/${s}/wav.scp")
+    cp "${datadir}/${s}/ref.jsonl" "${out}/ref.jsonl"
+    n_utt=$(wc -l < "${datadir}/${s}/wav.scp")
     n_bad=$(wc -l < "${out}/bad")
     if [ "${n_bad}" -gt 0 ]; then
       log "  ${s}: skipped ${n_bad} of ${n_utt} recordings (unreadable, empty or too short); list: ${out}/bad"
@@ -215,127 +218,143 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     fi
     [ -s "${out}/feats.scp" ] || { log "  ${s}: no usable recordings"; exit 1; }
     log "  ${s}: $(wc -l < "${out}/feats.scp") recordings dumped (logs: ${out}/log/dump.*.log)"
-    python -m pyutils.jobs.stage_marker write "${out}/.done" --sig "${_sig[${s}]}" --dir "${out}"
+    stage_mark "${out}/.dump.done" --sig "${_sig[${s}]}" --dir "${out}"
   done
-  stage_timer "2 features+embeddings"
+  stage_end
 fi
 
 if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
+  stage_begin 3 stats
   log "stage 3: global feature statistics of ${train_set}"
-  mkdir -p "${dump_dir}/${train_set}/log"
-  ${train_cmd} "${dump_dir}/${train_set}/log/stats.log" \
-    python -m pyutils.sqa.features stats --feats-scp "${dump_dir}/${train_set}/feats.scp" --out "${stats_file}"
-  stage_timer "3 stats"
+  ${train_cmd} "${dumpdir}/${train_set}/log/stats.log" \
+    python -m pyutils.sqa.features stats --feats-scp "${dumpdir}/${train_set}/feats.scp" --out "${stats_file}"
+  stage_end
 fi
 
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${run_baselines}" = true ]; then
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_baselines}" = false ]; then
+  stage_begin 4 baselines
   log "stage 4: non-learned baselines (silero-vad pauses, DNSMOS, energy noise)"
-  for s in ${dev_set} ${test_sets}; do
+  for s in ${valid_set} ${test_sets}; do
     out=${baseline_dir}/${s}
-    _sig=$(md5sum < "${dump_dir}/${s}/.done" | cut -d' ' -f1)   # measured on exactly this dump
-    if python -m pyutils.jobs.stage_marker check "${out}/.raw.done" --sig "${_sig}" > /dev/null; then continue; fi
+    _sig=$(md5sum < "${dumpdir}/${s}/.dump.done" | cut -d' ' -f1)   # measured on exactly this dump
+    if stage_done "${out}/.measure.done" --sig "${_sig}" 2> /dev/null; then continue; fi
     mkdir -p "${out}/log"
-    _nj=$(cat "${dump_dir}/${s}/nj")
-    _opts=""; [ "${s}" = "${dev_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
+    _nj=$(cat "${dumpdir}/${s}/nj")
+    _opts=""; [ "${s}" = "${valid_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
     ${decode_cmd} JOB=1:${_nj} "${out}/log/measure.JOB.log" \
-      python -m pyutils.sqa.baselines measure --wav-scp "${dump_dir}/${s}/wav.JOB.scp" \
-        --utt2dur "${dump_dir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
+      python -m pyutils.sqa.baselines measure --wav-scp "${dumpdir}/${s}/wav.JOB.scp" \
+        --utt2dur "${dumpdir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
     for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
-    python -m pyutils.jobs.stage_marker write "${out}/.raw.done" --sig "${_sig}" "${out}/measures.jsonl"
+    stage_mark "${out}/.measure.done" --sig "${_sig}" "${out}/measures.jsonl"
   done
   ${decode_cmd} "${baseline_dir}/log/tune.log" \
-    python -m pyutils.sqa.baselines tune --measures "${baseline_dir}/${dev_set}/measures.jsonl" \
-      --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${baseline_dir}/params.json"
+    python -m pyutils.sqa.baselines tune --measures "${baseline_dir}/${valid_set}/measures.jsonl" \
+      --ref "${dumpdir}/${valid_set}/ref.jsonl" --out "${baseline_dir}/params.json"
   for s in ${test_sets}; do
     out=${baseline_dir}/${s}
-    python -m pyutils.sqa.baselines hyp --measures "${out}/measures.jsonl" --params "${baseline_dir}/params.json" \
-      --all-ids "${data_dir}/${s}/wav.scp" --outdir "${out}"
-    chorus-score sqa --ref "${data_dir}/${s}/ref.jsonl" --hyp "${out}/hyp_combined.jsonl" \
-      --output-json "${out}/score_combined.json" > "${out}/score_combined.txt"
+    ${decode_cmd} "${out}/log/hyp.log" \
+      python -m pyutils.sqa.baselines hyp --measures "${out}/measures.jsonl" --params "${baseline_dir}/params.json" \
+        --all-ids "${datadir}/${s}/wav.scp" --outdir "${out}"
+    ${decode_cmd} "${out}/log/score_combined.log" \
+      chorus-score sqa --ref "${datadir}/${s}/ref.jsonl" --hyp "${out}/hyp_combined.jsonl" \
+        --output-json "${out}/score_combined.json"
+    grep -v '^#' "${out}/log/score_combined.log" > "${out}/score_combined.txt"
     log "  ${s}: baseline (combined) $(grep -m1 'Final' "${out}/score_combined.txt" | sed 's/^ *//')"
   done
-  stage_timer "4 baselines"
+  stage_end
 fi
 
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
-  log "stage 5: train the SQA model -> ${model_dir} (config ${train_config}; log ${model_dir}/log/train.log)"
+  stage_begin 5 train+tune
+  log "stage 5: train the SQA model -> ${model_dir} (config ${sqa_config}; log ${model_dir}/log/train.log)"
   mkdir -p "${model_dir}/log"
-  if _why=$(python -m pyutils.jobs.stage_marker check "${model_dir}/.train.done"); then
+  if stage_done "${model_dir}/.train.done" 2> /dev/null; then
     log "  already trained (remove ${model_dir}/.train.done to retrain)"
   else
     if [ -e "${model_dir}/.train.done" ]; then
       # it had finished, and its model has gone or changed since: train again from scratch
-      log "  training again: ${_why}"
+      log "  training again: $(_chorus_marker check "${model_dir}/.train.done" || true)"
       rm -f "${model_dir}/.train.done" "${model_dir}/model.pt" "${model_dir}/last.pt"
     fi
     ${cuda_cmd} "${model_dir}/log/train.log" \
-      python -m pyutils.sqa.train --config "${train_config}" --resume \
-        --train-dir "${dump_dir}/${train_set}" --train-ref "${dump_dir}/${train_set}/ref.jsonl" \
-        --dev-dir "${dump_dir}/${dev_set}" --dev-ref "${dump_dir}/${dev_set}/ref.jsonl" \
+      python -m pyutils.sqa.train --config "${sqa_config}" --resume \
+        --train-dir "${dumpdir}/${train_set}" --train-ref "${dumpdir}/${train_set}/ref.jsonl" \
+        --dev-dir "${dumpdir}/${valid_set}" --dev-ref "${dumpdir}/${valid_set}/ref.jsonl" \
         --stats "${stats_file}" --outdir "${model_dir}"
     grep -E '^epoch|^best|^stopping' "${model_dir}/log/train.log" | tail -n 3 | sed 's/^/    /'
-    python -m pyutils.jobs.stage_marker write "${model_dir}/.train.done" "${model_dir}/model.pt" \
-      "${model_dir}/train_log.tsv"
+    stage_mark "${model_dir}/.train.done" "${model_dir}/model.pt" "${model_dir}/train_log.tsv"
   fi
-  if [ -f "${model_dir}/postproc.json" ] && [ "${model_dir}/postproc.json" -nt "${model_dir}/model.pt" ]; then
+  _quick=""; [ "${preset}" = ci ] && _quick="--quick"
+  # tuned for this very model (the train marker's checksums) and these settings
+  if chain_done "${model_dir}/.postproc.done" --after "${model_dir}/.train.done" "${region_tune} ${_quick}"; then
     log "  post-processing already tuned: ${model_dir}/postproc.json"
   else
-    log "  tuning post-processing on ${dev_set} (log ${model_dir}/log/tune_postproc.log)"
-    _quick=""; [ "${preset}" = ci ] && _quick="--quick"
-    ${decode_cmd} "${model_dir}/log/infer_${dev_set}.log" \
-      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${dev_set}" \
-        --outdir "${model_dir}/infer_${dev_set}"
+    log "  tuning post-processing on ${valid_set} (log ${model_dir}/log/tune_postproc.log)"
+    ${decode_cmd} "${model_dir}/log/infer_${valid_set}.log" \
+      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dumpdir}/${valid_set}" \
+        --outdir "${model_dir}/infer_${valid_set}"
     ${decode_cmd} "${model_dir}/log/tune_postproc.log" \
       python -m pyutils.sqa.postproc tune ${_quick} --region "${region_tune}" \
-        --outputs "${model_dir}/infer_${dev_set}/outputs.npz" \
-        --ref "${dump_dir}/${dev_set}/ref.jsonl" --out "${model_dir}/postproc.json"
+        --outputs "${model_dir}/infer_${valid_set}/outputs.npz" \
+        --ref "${dumpdir}/${valid_set}/ref.jsonl" --out "${model_dir}/postproc.json"
     grep -E '^(noise|distortion|pause|region):' "${model_dir}/log/tune_postproc.log" | sed 's/^/    dev /'
+    chain_mark "${model_dir}/.postproc.done" "${model_dir}/postproc.json"
   fi
-  stage_timer "5 train+tune"
+  stage_end
 fi
 
 if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
+  stage_begin 6 inference
   log "stage 6: inference on ${test_sets}"
   for s in ${test_sets}; do
     ${decode_cmd} "${model_dir}/log/infer_${s}.log" \
-      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dump_dir}/${s}" \
+      python -m pyutils.sqa.infer --model-dir "${model_dir}" --data-dir "${dumpdir}/${s}" \
         --outdir "${model_dir}/infer_${s}" --postproc "${model_dir}/postproc.json" \
-        --all-ids "${data_dir}/${s}/wav.scp"
+        --all-ids "${datadir}/${s}/wav.scp"
     tail -n 2 "${model_dir}/log/infer_${s}.log" | grep -v '^#' | sed 's/^/    /' || true
   done
-  stage_timer "6 inference"
+  stage_end
 fi
 
 if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
+  stage_begin 7 scoring+plots
   log "stage 7: scoring, RESULTS.md and plots"
   for s in ${test_sets}; do
-    chorus-score sqa --ref "${data_dir}/${s}/ref.jsonl" --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
-      --output-json "${model_dir}/infer_${s}/score.json" > "${model_dir}/infer_${s}/score.txt"
+    ${decode_cmd} "${model_dir}/log/score_${s}.log" \
+      chorus-score sqa --ref "${datadir}/${s}/ref.jsonl" --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
+        --output-json "${model_dir}/infer_${s}/score.json"
+    grep -v '^#' "${model_dir}/log/score_${s}.log" > "${model_dir}/infer_${s}/score.txt"
     sed 's/^/    /' "${model_dir}/infer_${s}/score.txt"
     ${decode_cmd} "${model_dir}/log/plots_${s}.log" \
-      python -m pyutils.sqa.plots --infer-dir "${model_dir}/infer_${s}" --ref "${data_dir}/${s}/ref.jsonl" \
-        --wav-scp "${dump_dir}/${s}/wav.scp" --num "${num_plots}" --outdir "${model_dir}/plots_${s}"
+      python -m pyutils.sqa.plots --infer-dir "${model_dir}/infer_${s}" --ref "${datadir}/${s}/ref.jsonl" \
+        --wav-scp "${dumpdir}/${s}/wav.scp" --num "${num_plots}" --outdir "${model_dir}/plots_${s}"
   done
-  stage_timer "7 scoring+plots"
-  python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
-    --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
-    --data-dir "${data_dir}" \
-    --stage-times "${times_file}" \
-    --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
+  stage_end
+  ${decode_cmd} "${model_dir}/log/report.log" \
+    python -m pyutils.sqa.report --model-dir "${model_dir}" --test-sets "${test_sets}" \
+      --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
+      --data-dir "${datadir}" \
+      --stage-times "${times_file}" \
+      --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
   log "  wrote ${model_dir}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    python -m pyutils.results_file --report "${model_dir}/RESULTS.md" --into RESULTS.md
+    ${decode_cmd} "${model_dir}/log/copy_results.log" \
+      python -m pyutils.results_file --report "${model_dir}/RESULTS.md" --into RESULTS.md
     log "  copied to $(pwd)/RESULTS.md"
   fi
   grep -E '^Final' "${model_dir}/RESULTS.md" | sed 's/^/    /'
 fi
 
 if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
+  stage_begin 8 package
   log "stage 8: package submissions"
   mkdir -p "${submission_dir}"
   for s in ${test_sets}; do
-    python -m pyutils.sqa.package --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
-      --ids "${data_dir}/${s}/wav.scp" --out "${submission_dir}/sqa_${s}.jsonl"
+    ${decode_cmd} "${model_dir}/log/package_${s}.log" \
+      python -m pyutils.sqa.package --hyp "${model_dir}/infer_${s}/hyp.jsonl" \
+        --ids "${datadir}/${s}/wav.scp" --out "${submission_dir}/sqa_${s}.jsonl"
+    grep -v '^#' "${model_dir}/log/package_${s}.log" | sed 's/^/    /' || true
   done
+  stage_end
 fi
 log "done (stages ${stage}..${stop_stage})"

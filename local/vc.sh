@@ -20,15 +20,13 @@
 #                 -> chorus-score vc -> exp/vc/RESULTS.md
 #   8 package     submission/<name>/ (+ .zip), chorus-score validate-vc
 #
-# Every stage prints "stage N: ..." and logs per job under exp/ or dump/; a finished
-# step leaves its output (or a verified .done marker, utils/stage_prelude.sh) and is skipped
-# when run again while that output is intact.
+# Every stage prints "stage N: ..."; every Python step logs (<exp>/log/<step>.log or the
+# set's log/), and a failure prints "stage N failed at vc.sh:<line>" and the log to read
+# (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv. A finished
+# step leaves its output (or a verified marker <dir>/.<step>.done, utils/stage_prelude.sh)
+# and is skipped when run again while that output is intact.
 set -euo pipefail
 
-log() {
-  local fname=${BASH_SOURCE[1]##*/}
-  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
-}
 min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
 nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 SECONDS=0
@@ -51,9 +49,9 @@ nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
 ngpu=0                   # GPUs for training
 corpus=mini              # mini (chorus-synth vc) | vlsp2025 (VLSP2025_VC in db.sh)
 corpus_dir=              # default: corpus/mini_vc_<preset> or corpus/vlsp2025_vc
-datadir=data
-dumpdir=dump
-expdir=exp
+datadir=data             # Kaldi data dirs
+dumpdir=dump             # 16 kHz audio, embeddings, the ASR/TTS dumps
+expdir=exp               # models, logs, results
 pairs_sets=test          # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
 pairs=                   # convert this pairs TSV instead (its name: file name without .tsv)
 audio_root=              # base of relative paths in a pairs list (default: the TSV's folder)
@@ -126,8 +124,9 @@ for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
     echo "$0: pretrained model dir ${_p} has no config.yaml" >&2; exit 2
   fi
 done
-. utils/stage_prelude.sh "${expdir}"   # checks --stage/--stop-stage, one run per exp dir
+. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
 
+# preset defaults (options left empty)
 : "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
 : "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
 : "${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}"
@@ -153,7 +152,6 @@ tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^t
 vc_exp=${expdir}/vc_${preset}
 _tsfx=""   # TTS set suffix: an oracle-text run never overwrites the cascade's synthesis
 if [ "${oracle_text}" = true ]; then vc_exp=${expdir}/vc_${preset}_oracletext; _tsfx=_oracletext; fi
-. utils/stage_timer.sh "${vc_exp}/log/timing.tsv"   # stage_timer "<n> <name>": wall/CPU seconds per stage
 emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
 asr_dump=${dumpdir}/asr
 tts_data=${datadir}/tts
@@ -163,11 +161,10 @@ asr_common=(--lang vi --token_type char --nvv_tags false --preset "${preset}" --
   --train_set tr_text --valid_set dev_text --inference_model "${asr_inference_model}"
   --inference_tag decode --copy_results false)
 tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj "${nj}"
-  --skip_data_prep true --data_dir "${tts_data}" --dump_dir "${tts_dump}" --exp_dir "${expdir}"
+  --skip_data_prep true --datadir "${tts_data}" --dumpdir "${tts_dump}" --expdir "${expdir}"
   --tts_config "${tts_config}" --tts_exp "${tts_exp}" --train_set tts_train --valid_set tts_dev
   --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}" --test_max_utts 0)
 mkdir -p "${vc_exp}/log"
-printf '# %s\t%s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "${_cmdline}" >> "${vc_exp}/log/timing.tsv"
 
 log "${_cmdline}"
 log "preset=${preset} task=${task} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
@@ -184,26 +181,35 @@ asr_decode() {
 
 # ---------------------------------------------------------------- stage 0
 if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
+  stage_begin 0 corpus
   log "stage 0: corpus (${corpus}) -> ${corpus_dir}"
-  if [ -f "${corpus_dir}/.done" ] && stage_done "${corpus_dir}/.done" --adopt --dir "${corpus_dir}/data"; then
+  # (chorus-synth's own .done says the corpus was finished; .corpus.done vouches for its files;
+  # a corpus made before this marker is adopted once)
+  if [ -f "${corpus_dir}/.done" ] && { [ -e "${corpus_dir}/.corpus.done" ] || : > "${corpus_dir}/.corpus.done"; } \
+     && stage_done "${corpus_dir}/.corpus.done" --adopt --dir "${corpus_dir}/data"; then
     log "stage 0: ${corpus_dir} is complete, keeping it"
   elif [ "${corpus}" = mini ]; then
     # verified marker (utils/stage_prelude.sh): a damaged corpus is made anew, an unfinished one resumed
     if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi
-    chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
-    stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}"
+    log "stage 0: chorus-synth vc (log ${expdir}/log/synth_vc_${preset}.log)"
+    utils/run.pl "${expdir}/log/synth_vc_${preset}.log" \
+      chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
+    stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
   else
     [ -n "${VLSP2025_VC:-}" ] || { echo "$0: --corpus vlsp2025 needs VLSP2025_VC=<dir> in db.sh" >&2; exit 1; }
     mkdir -p "${corpus_dir}/pairs"
-    chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
-      --pairs-out "${corpus_dir}/pairs/test.tsv"
-    stage_mark "${corpus_dir}/.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
+    utils/run.pl "${expdir}/log/prep_vlsp_vc.log" \
+      chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
+        --pairs-out "${corpus_dir}/pairs/test.tsv"
+    touch "${corpus_dir}/.done"
+    stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
   fi
-  stage_timer "0 corpus"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 1
 if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
+  stage_begin 1 "data prep"
   log "stage 1: data prep -> ${datadir}"
   for s in train_text train_audio test_src test_ref; do
     _src=${corpus_dir}/data/${s}
@@ -217,20 +223,23 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
     done
     if [ -f "${_src}/text" ]; then
       cp "${_src}/text" "${datadir}/${s}/text.orig"
-      python -m pyutils.vc.prep norm-text "${_src}/text" "${datadir}/${s}/text"
+      ${train_cmd} "${expdir}/log/norm_text_${s}.log" \
+        python -m pyutils.vc.prep norm-text "${_src}/text" "${datadir}/${s}/text"
     fi
     log "  ${datadir}/${s}: $(nlines "${datadir}/${s}/wav.scp") utterances, $(nlines "${datadir}/${s}/spk2utt") speakers"
   done
-  python -m pyutils.vc.prep holdout --data "${datadir}/train_text" --n-per-spk "${dev_per_spk}" \
-    --train "${datadir}/tr_text" --dev "${datadir}/dev_text"
+  ${train_cmd} "${expdir}/log/holdout.log" \
+    python -m pyutils.vc.prep holdout --data "${datadir}/train_text" --n-per-spk "${dev_per_spk}" \
+      --train "${datadir}/tr_text" --dev "${datadir}/dev_text"
   # The pairs lists: every problem of a list is reported at once, before any conversion.
   for name in ${pairs_sets}; do
     _tsv=$(pairs_tsv "${name}")
-    python -m pyutils.vc.pairs --pairs "${_tsv}" ${audio_root:+--audio-root "${audio_root}"} \
-      --src-text-dir "${datadir}/test_src" \
-      --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
+    ${train_cmd} "${expdir}/log/pairs_${name}.log" \
+      python -m pyutils.vc.pairs --pairs "${_tsv}" ${audio_root:+--audio-root "${audio_root}"} \
+        --src-text-dir "${datadir}/test_src" \
+        --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
   done
-  stage_timer "1 data prep"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 2
@@ -238,16 +247,18 @@ _dump_sets="tr_text dev_text"
 [ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
 for name in ${pairs_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
 if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
+  stage_begin 2 "format audio"
   log "stage 2: format audio (16 kHz mono PCM16) -> ${dumpdir}/raw"
   for s in ${_dump_sets}; do
     _src=${datadir}/${s}; _out=${dumpdir}/raw/${s}
     _sig=$(for f in wav.scp text utt2spk; do [ ! -f "${_src}/${f}" ] || md5sum < "${_src}/${f}"; done)
-    if stage_done "${_out}/.done" --sig "${_sig}"; then
+    if stage_done "${_out}/.dump.done" --sig "${_sig}"; then
       log "  ${_out} done, skipping"; continue
     fi
     rm -rf "${_out}"; mkdir -p "${_out}/log"
     _nj=$(min "${nj}" "$(nlines "${_src}/wav.scp")")
-    python -m pyutils.tts.audio split-scp "${_src}/wav.scp" "${_out}/log/wav" "${_nj}"
+    ${train_cmd} "${_out}/log/split_scp.log" \
+      python -m pyutils.tts.audio split-scp "${_src}/wav.scp" "${_out}/log/wav" "${_nj}"
     _onerr=fail
     case "${s}" in *_pairs_*) _onerr=fail ;; esac
     ${train_cmd} JOB=1:"${_nj}" "${_out}/log/dump.JOB.log" \
@@ -259,10 +270,10 @@ if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
     for f in text text.orig utt2spk spk2utt pairs.tsv; do
       [ -f "${_src}/${f}" ] && cp "${_src}/${f}" "${_out}/${f}"
     done
-    stage_mark "${_out}/.done" --sig "${_sig}" --dir "${_out}"
+    stage_mark "${_out}/.dump.done" --sig "${_sig}" --dir "${_out}"
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances"
   done
-  stage_timer "2 format audio"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 3
@@ -272,7 +283,8 @@ spk_extract() {
   local _o=${emb_dir}/extract_$$ s _datas=()
   for s in "$@"; do _datas+=(--data "${dumpdir}/raw/${s}"); done
   rm -rf "${_o}"; mkdir -p "${_o}/log" "${_o}/npz"   # spk_embed_extract needs its output dir to exist
-  python -m pyutils.vc.spk_embed extract-trials "${_datas[@]}" --out "${_o}/trials"
+  ${decode_cmd} "${_o}/log/trials.log" \
+    python -m pyutils.vc.spk_embed extract-trials "${_datas[@]}" --out "${_o}/trials"
   ${decode_cmd} "${_o}/log/extract.log" \
     python -m espnet2.bin.spk_embed_extract --use_preprocessor true --output_dir "${_o}/npz" \
       --data_path_and_name_and_type "${_o}/trials/trial.scp,speech,sound" \
@@ -283,13 +295,15 @@ spk_extract() {
   for s in "$@"; do
     rm -rf "${emb_dir:?}/${s}"; mkdir -p "${emb_dir}/${s}"
     cp "${_o}/npz/trials_embeddings.npz" "${emb_dir}/${s}/embeddings.npz"
-    python -m pyutils.vc.spk_embed to-ark --npz "${emb_dir}/${s}/embeddings.npz" \
-      --data "${dumpdir}/raw/${s}" --out "${emb_dir}/${s}"
+    ${decode_cmd} "${emb_dir}/log/to_ark_${s}.log" \
+      python -m pyutils.vc.spk_embed to-ark --npz "${emb_dir}/${s}/embeddings.npz" \
+        --data "${dumpdir}/raw/${s}" --out "${emb_dir}/${s}"
   done
   mkdir -p "${emb_dir}/log"; mv "${_o}/log/extract.log" "${emb_dir}/log/extract.$(date +%s).log"
   rm -rf "${_o}"
 }
 if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
+  stage_begin 3 "speaker model + embeddings"
   if [ -n "${pretrained_spk}" ]; then
     log "stage 3: speaker model: pretrained ${pretrained_spk} (task 1), not trained"
   elif stage_done "${spk_exp}/.train.done" --adopt "${spk_exp}/${spk_inference_model}" "${spk_exp}/config.yaml"; then
@@ -306,8 +320,9 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
     awk '{s[$2]=s[$2]" "$1} END {for (k in s) print k s[k]}' "${_tr}/utt2spk" | sort > "${_tr}/spk2utt"
     cp "${_tr}/spk2utt" "${_tr}/category2utt"   # the category iterator samples by speaker
     awk '{printf "%s %d\n", $1, $2 * 16000}' "${_tr}/utt2dur" > "${_tr}/speech_shape"
-    python -m pyutils.vc.spk_embed valid-trials --data "${dumpdir}/raw/dev_text" \
-      --out "${dumpdir}/raw/spk_valid" --n 200
+    ${train_cmd} "${spk_exp}/log/valid_trials.log" \
+      python -m pyutils.vc.spk_embed valid-trials --data "${dumpdir}/raw/dev_text" \
+        --out "${dumpdir}/raw/spk_valid" --n 200
     _nspk=$(nlines "${_tr}/spk2utt")
     log "  ${_nspk} speakers, $(nlines "${_tr}/wav.scp") utterances ($(echo "${_srcs[@]}")); log: ${spk_exp}/train.log"
     mkdir -p "${spk_exp}"
@@ -334,9 +349,12 @@ if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   [ "${tts_audio_only_asr}" = true ] && _emb_sets+=" train_audio"
   # shellcheck disable=SC2086
   spk_extract ${_emb_sets}
-  python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/embeddings.npz" \
-    --trials "${dumpdir}/raw/spk_valid/trial_label" | tee "${spk_exp}/eer_dev.txt" || true
-  stage_timer "3 speaker model + embeddings"
+  if ${decode_cmd} "${emb_dir}/log/eer_dev.log" \
+       python -m pyutils.vc.spk_embed eer --npz "${emb_dir}/dev_text/embeddings.npz" \
+         --trials "${dumpdir}/raw/spk_valid/trial_label"; then
+    grep -v '^#' "${emb_dir}/log/eer_dev.log" | tee "${spk_exp}/eer_dev.txt"
+  fi
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 4
@@ -359,6 +377,7 @@ asr_stage() {  # $1: torch threads of the ASR training
   fi
 }
 if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+  stage_begin 4 "ASR (foreground, or the start of the background job)"
   if [ "${parallel_train}" = true ] && [ "${stop_stage}" -ge 5 ] && [ "${tts_audio_only_asr}" = false ] \
      && [ -z "${pretrained_asr}" ] && [ -z "${pretrained_tts}" ]; then
     log "stage 4: ASR training runs in the background, in parallel with stage 5 (log: ${vc_exp}/log/asr.log)"
@@ -367,24 +386,30 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   else
     asr_stage auto 2>&1 | tee "${vc_exp}/log/asr.log"
   fi
-  stage_timer "4 ASR (foreground, or the start of the background job)"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 5
 if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
+  # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
+  # during which it ended (this one or the wait below); add both rows for the parallel part
+  stage_begin 5 "TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
   _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
-  python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/dev_text/text" --utt2spk "${dumpdir}/raw/dev_text/utt2spk" \
-    --embed "${emb_dir}/dev_text/xvector.scp" --wav-scp "${dumpdir}/raw/dev_text/wav.scp" --out "${tts_data}/tts_dev"
+  ${train_cmd} "${vc_exp}/log/tts_dir_dev.log" \
+    python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/dev_text/text" --utt2spk "${dumpdir}/raw/dev_text/utt2spk" \
+      --embed "${emb_dir}/dev_text/xvector.scp" --wav-scp "${dumpdir}/raw/dev_text/wav.scp" --out "${tts_data}/tts_dev"
   if [ -n "${pretrained_tts}" ]; then
     log "stage 5: TTS: pretrained ${pretrained_tts} (task 1), not trained"
   else
     log "stage 5: multi-speaker TTS conditioned on ${_edim}-dim speaker embeddings (${tts_config}) -> ${tts_exp}"
-    python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/tr_text/text" --utt2spk "${dumpdir}/raw/tr_text/utt2spk" \
-      --embed "${emb_dir}/tr_text/xvector.scp" --wav-scp "${dumpdir}/raw/tr_text/wav.scp" --out "${tts_data}/tts_train"
+    ${train_cmd} "${vc_exp}/log/tts_dir_train.log" \
+      python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/tr_text/text" --utt2spk "${dumpdir}/raw/tr_text/utt2spk" \
+        --embed "${emb_dir}/tr_text/xvector.scp" --wav-scp "${dumpdir}/raw/tr_text/wav.scp" --out "${tts_data}/tts_train"
     if [ "${tts_audio_only_asr}" = true ] && [ -f "${asr_exp}/decode/train_audio/text" ]; then
-      python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/train_audio/text" \
-        --utt2spk "${dumpdir}/raw/train_audio/utt2spk" --embed "${emb_dir}/train_audio/xvector.scp" \
-        --wav-scp "${dumpdir}/raw/train_audio/wav.scp" --out "${tts_data}/tts_audio_asr"
+      ${train_cmd} "${vc_exp}/log/tts_dir_audio_asr.log" \
+        python -m pyutils.vc.prep tts-dir --text "${asr_exp}/decode/train_audio/text" \
+          --utt2spk "${dumpdir}/raw/train_audio/utt2spk" --embed "${emb_dir}/train_audio/xvector.scp" \
+          --wav-scp "${dumpdir}/raw/train_audio/wav.scp" --out "${tts_data}/tts_audio_asr"
       for f in text utt2spk spk_embed.scp wav.scp; do
         cat "${tts_data}/tts_train/${f}" "${tts_data}/tts_audio_asr/${f}" | sort -o "${tts_data}/tts_train/${f}"
       done
@@ -395,12 +420,11 @@ if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
       --spk_embed_dim "${_edim}" ${tts_args:+--train_args "${tts_args}"} 2>&1 | tee "${vc_exp}/log/tts.log"
     [ -e "${tts_exp}/${tts_inference_model}" ] || { echo "$0: no ${tts_exp}/${tts_inference_model}; see ${tts_exp}/log/train.log" >&2; exit 1; }
   fi
-  # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
-  # during which it ended (this one or the wait below); add both rows for the parallel part
-  stage_timer "5 TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
+  stage_end
 fi
 
 if [ -n "${_asr_pid}" ]; then
+  stage_begin 4 "ASR, wait for the background job (parallel with stage 5)"
   log "stage 4: waiting for the background ASR training (log: ${vc_exp}/log/asr.log)"
   _rc=0; wait "${_asr_pid}" || _rc=$?
   _asr_pid=
@@ -409,16 +433,18 @@ if [ -n "${_asr_pid}" ]; then
     echo "$0: stage 4 (ASR) failed; see ${vc_exp}/log/asr.log" >&2; exit 1
   fi
   grep -E "ASR WER on dev_text|successfully finished" "${vc_exp}/log/asr.log" | tail -n 2
-  stage_timer "4 ASR, wait for the background job (parallel with stage 5)"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 6
 if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
+  stage_begin 6 convert
   _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
   for name in ${pairs_sets}; do
     log "stage 6: convert the pairs of ${name}"
     # Checked again here: a list edited after stage 1 must not fail halfway through.
-    python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"}
+    ${train_cmd} "${vc_exp}/log/pairs_check_${name}.log" \
+      python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"}
     _src=${name}_pairs_src
     log "  ASR of the ${name} sources"
     asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
@@ -435,9 +461,11 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     # counted, named in the log and listed in ${tts_data}/${_tset}/empty_text_fallback;
     # characters the Vietnamese TTS front-end refuses (brackets, other scripts) are removed,
     # counted and listed in ${tts_data}/${_tset}/text_cleaned.
-    python -m pyutils.vc.prep tts-dir --text "${_text}" \
-      --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
-      --out "${tts_data}/${_tset}" --strict --empty-text a --lang vi
+    ${train_cmd} "${vc_exp}/log/tts_dir_${_tset}.log" \
+      python -m pyutils.vc.prep tts-dir --text "${_text}" \
+        --utt2spk "${dumpdir}/raw/${name}_pairs_ref/utt2spk" --embed "${emb_dir}/${name}_pairs_ref/xvector.scp" \
+        --out "${tts_data}/${_tset}" --strict --empty-text a --lang vi
+    grep -v '^#' "${vc_exp}/log/tts_dir_${_tset}.log" | tail -n 3
     log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
     {
       ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${_tset}" --spk_embed_dim "${_edim}"
@@ -449,14 +477,17 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
       python -m pyutils.vc.convert --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
         --tts-dir "${tts_exp}/synth_${_tset}/wav" --out "${_out}" --f0-match "${f0_match}"
-    tail -n 1 "${vc_exp}/log/convert_${name}.log"
-    chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}" | tail -n 2
+    grep -v '^#' "${vc_exp}/log/convert_${name}.log" | tail -n 1
+    ${decode_cmd} "${vc_exp}/log/validate_${name}.log" \
+      chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}"
+    grep -v '^#' "${vc_exp}/log/validate_${name}.log" | tail -n 2
   done
-  stage_timer "6 convert"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 7
 if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
+  stage_begin 7 evaluate
   _report_args=()
   for name in ${pairs_sets}; do
     log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: ${wer_asr})"
@@ -472,9 +503,9 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     # with a pretrained ASR) and the recipe's own ASR, each on the outputs and on the sources
     # (the sources give each listener's ceiling on this data). --wer_asr picks the Score's.
     for _w in "${_o}" "${_src}"; do
-      python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
-        --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text" > "${_e}/log/judge_${_w}.log" 2>&1 \
-        || { tail -n 20 "${_e}/log/judge_${_w}.log" >&2; exit 1; }
+      ${decode_cmd} "${_e}/log/judge_${_w}.log" \
+        python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
+          --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text"
     done
     asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
     if [ "${wer_asr}" = judge ]; then _hyp=${_e}/judge/${_o}/text; else _hyp=${asr_exp}/decode/${_o}/text; fi
@@ -502,43 +533,52 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
       python -m pyutils.vc.evaluate --pairs "${dumpdir}/raw/${_src}/pairs.tsv" \
         --out-dir "${vc_exp}/convert_${name}/wav" --ref-text "${_ref}" \
         --hyp-text "${_hyp}" --output "${_e}/components.tsv"
-    tail -n 1 "${_e}/log/evaluate.log"
-    chorus-score vc --hyp "${_e}/components.tsv" --output-json "${_e}/score.json" | sed 's/^/  /'
+    grep -v '^#' "${_e}/log/evaluate.log" | tail -n 1
+    ${decode_cmd} "${_e}/log/score.log" \
+      chorus-score vc --hyp "${_e}/components.tsv" --output-json "${_e}/score.json"
+    grep -v '^#' "${_e}/log/score.log" | sed 's/^/  /'
     _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json" --wer-table "${name}" "${_e}/wer_table.tsv")
   done
+  ${decode_cmd} "${vc_exp}/log/report.log" \
   python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir}).$([ "${oracle_text}" = true ] && echo " DIAGNOSIS RUN (--oracle_text true): the TTS read the true source transcripts, not the ASR's; not a conversion system.")" \
     --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
     --wer-by "$([ "${wer_asr}" = judge ] && echo "the pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data; VLSP scores with a pretrained ASR too, so the judge is the faithful proxy)" || echo "the recipe's own ASR (trained on this corpus: a lenient listener)")" \
-    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s." \
-    > "${vc_exp}/log/report.log"
+    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s."
   log "stage 7: ${vc_exp}/RESULTS.md"
-  python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md" | sed 's/^/  /'
+  ${decode_cmd} "${vc_exp}/log/report_check.log" \
+    python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md"
+  grep -v '^#' "${vc_exp}/log/report_check.log" | sed 's/^/  /'
   if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ] \
      && [ "${oracle_text}" = false ]; then
-    python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md
+    ${decode_cmd} "${vc_exp}/log/copy_results.log" \
+      python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md
     for name in ${pairs_sets}; do
       [ -f "${vc_exp}/sim_${name}.png" ] && cp "${vc_exp}/sim_${name}.png" .
     done
     log "  copied to $(pwd)/RESULTS.md"
   fi
-  stage_timer "7 evaluate"
+  stage_end
 fi
 
 # ---------------------------------------------------------------- stage 8
 if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ] && [ "${oracle_text}" = true ]; then
   log "stage 8: skipped (--oracle_text true is a diagnosis, not a submission)"
 elif [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
+  stage_begin 8 package
   for name in ${pairs_sets}; do
     _sub=${submission_dir}/${name}
     log "stage 8: package ${name} -> ${_sub} (+ ${_sub}.zip)"
     rm -rf "${_sub}"; mkdir -p "${_sub}"
     cp "${vc_exp}/convert_${name}/wav/"*.wav "${_sub}/"
-    chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_sub}" | tail -n 1
-    (cd "${_sub}" && python -c "import zipfile,os,sys; z=zipfile.ZipFile(sys.argv[1]+'.tmp','w',zipfile.ZIP_DEFLATED); [z.write(f) for f in sorted(os.listdir('.')) if f.endswith('.wav')]; z.close(); os.replace(sys.argv[1]+'.tmp', sys.argv[1])" "../${name}.zip")
+    ${decode_cmd} "${vc_exp}/log/package_${name}.validate.log" \
+      chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_sub}"
+    grep -v '^#' "${vc_exp}/log/package_${name}.validate.log" | tail -n 1
+    ${decode_cmd} "${vc_exp}/log/package_${name}.zip.log" \
+      python -m pyutils.vc.package_zip --dir "${_sub}" --out "${submission_dir}/${name}.zip"
     log "  $(find "${_sub}" -name '*.wav' | wc -l) files, ${_sub}.zip"
   done
 fi
 
-if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then stage_timer "8 package"; fi
+stage_end
 log "Successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"

@@ -25,8 +25,8 @@ def test_run_sh_help(recipe):
     r = run(["./run.sh", "--help"], ROOT / "egs" / recipe)
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr
-    for opt in ("--stage", "--stop-stage", "--preset", "--nj", "--ngpu", "--init-param", "--test-sets",
-                "--asr-exp", "--nvv-tags", "--token-type", "--inference-config"):
+    for opt in ("--stage", "--stop_stage", "--preset", "--nj", "--ngpu", "--init_param", "--test_sets",
+                "--asr_exp", "--nvv_tags", "--token_type", "--inference_config"):
         assert opt in out, opt
 
 
@@ -195,6 +195,13 @@ def test_stage2_redoes_a_dump_whose_output_was_deleted(tmp_path):
     dump = rdir / "dump" / "raw" / "test"
     wavs = sorted((dump / "data").rglob("*.wav"))
     assert len(wavs) == 2
+    # every step of stage 2 left its log; the clock has a row per stage run
+    for s in ("train", "dev", "test"):
+        org = "org/" if s != "test" else ""
+        assert (rdir / "dump" / "raw" / f"{org}{s}" / "log" / "dump.1.log").is_file(), s
+        assert (rdir / "dump" / "raw" / f"{org}{s}" / "log" / "prepare_text.log").is_file(), s
+    stages = [l.split("\t")[0] for l in (rdir / "exp" / "stage_times.tsv").read_text().splitlines()[1:]]
+    assert stages == ["1 data prep", "2 format"]
     r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
     assert "dump/raw/test done, skipping" in r.stdout, r.stdout[-2000:]
     wavs[0].unlink()

@@ -36,8 +36,8 @@ def test_the_table_covers_every_entry_point():
     for corpus in CORPORA:
         assert any(n.startswith(f"prep-{corpus}-") for n in names), corpus
     shell_tools = {p.name for p in (hostile_cases.ROOT / "utils").iterdir()
-                   if p.suffix in (".sh", ".pl") and p.name not in ("parse_options.sh", "stage_prelude.sh", "stage_timer.sh")}
-    for tool in shell_tools:  # parse_options.sh / stage_prelude.sh / stage_timer.sh: sourced by every run.sh
+                   if p.suffix in (".sh", ".pl") and p.name not in ("parse_options.sh", "stage_prelude.sh")}
+    for tool in shell_tools:  # parse_options.sh / stage_prelude.sh: sourced by every stage script
         assert any(n.startswith(f"utils-{tool.rsplit('.', 1)[0]}") for n in names), tool
     for recipe in hostile_cases.RECIPES:
         assert sum(n.startswith(f"run.sh-{recipe}-") for n in names) >= 8, recipe

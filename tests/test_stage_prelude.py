@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = [("nvv_asr_en", "--expdir"), ("nvv_asr_zh", "--expdir"), ("nvv_tts", "--exp_dir"),
-           ("sqa", "--exp_dir"), ("vivc", "--expdir")]
+RECIPES = [("nvv_asr_en", "--expdir"), ("nvv_asr_zh", "--expdir"), ("nvv_tts", "--expdir"),
+           ("sqa", "--expdir"), ("vivc", "--expdir")]
 
 
 @pytest.mark.parametrize("recipe,exp_opt", RECIPES)
 @pytest.mark.parametrize("args,message", [
-    (["--stage", "5", "--stop-stage", "2"], "--stage 5 is after --stop-stage 2"),
+    (["--stage", "5", "--stop-stage", "2"], "--stage 5 is after --stop_stage 2"),
     (["--stage", "99"], "--stage 99 is out of range"),
     (["--stage", "abc"], "--stage 'abc' is not a stage number"),
-    (["--stop_stage", "-1"], "--stop-stage '-1' is not a stage number"),
-    (["--stop-stage", "9"], "--stop-stage 9 is out of range"),
+    (["--stop_stage", "-1"], "--stop_stage '-1' is not a stage number"),
+    (["--stop-stage", "9"], "--stop_stage 9 is out of range"),
 ])
 def test_bad_stage_range_is_an_error(recipe, exp_opt, args, message, tmp_path):
     r = subprocess.run(["./run.sh", exp_opt, str(tmp_path / "exp"), *args],
@@ -131,3 +131,62 @@ def test_nested_stage_script_shares_the_lock(recipe):
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (recipe / "ran.txt").read_text().count("running") == 2
+
+
+FAILING_SCRIPT = """#!/usr/bin/env bash
+set -euo pipefail
+stage=0
+stop_stage=8
+expdir=exp
+fail=job
+. utils/parse_options.sh
+. utils/stage_prelude.sh "${expdir}"
+step() {  # a job of the backend that fails, with its log
+  ${train_cmd} "${expdir}/log/bad_step.log" python3 -c 'import sys; print("model diverged"); sys.exit(3)'
+}
+train_cmd=utils/run.pl
+stage_begin 2 "format"
+${train_cmd} "${expdir}/log/good_step.log" python3 -c 'import sys; print("fine")'
+stage_end
+stage_begin 5 "train"
+if [ "${fail}" = job ]; then step; else false; fi
+stage_end
+echo "not reached"
+"""
+
+
+@pytest.fixture
+def failing(tmp_path):
+    (tmp_path / "utils").symlink_to(ROOT / "utils")
+    script = tmp_path / "fake_stage.sh"
+    script.write_text(FAILING_SCRIPT)
+    script.chmod(0o755)
+    return tmp_path
+
+
+def test_a_failing_job_names_its_stage_line_and_log(failing):
+    r = subprocess.run(["./fake_stage.sh"], cwd=failing, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3        # the job's own status, not the backend's 1
+    assert "not reached" not in r.stdout
+    lines = [l for l in r.stderr.splitlines() if "stage 5" in l]
+    # the innermost failing line (inside the function), reported once
+    assert len([l for l in lines if "failed at" in l]) == 1, r.stderr
+    assert "stage 5 failed at fake_stage.sh:10: ${train_cmd} \"${expdir}/log/bad_step.log\"" in r.stderr
+    log = failing / "exp" / "log" / "bad_step.log"
+    assert f"stage 5: read {log} (the job ended with code 3)" in r.stderr
+    assert "model diverged" in log.read_text()
+    # the stage that finished has its time row, the failed one none
+    rows = (failing / "exp" / "stage_times.tsv").read_text().splitlines()
+    assert [row.split("\t")[0] for row in rows[1:]] == ["2 format"]
+
+
+def test_a_failing_shell_command_says_there_is_no_job_log(failing):
+    # an earlier stage's job log is never named for a later failure
+    r = subprocess.run(["./fake_stage.sh"], cwd=failing, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    r = subprocess.run(["./fake_stage.sh", "--fail", "shell"], cwd=failing, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1
+    assert "stage 5 failed at fake_stage.sh:17: false (exit 1)" in r.stderr
+    assert "stage 5: no job log" in r.stderr
+    assert "bad_step.log" not in r.stderr

@@ -98,8 +98,8 @@ def _fake_corpus(root: Path, text_suffix=""):
 
 def _tts_stage1(tmp_path):
     r = subprocess.run(["./run.sh", "--preset", "ci", "--stage", "1", "--stop-stage", "1",
-                        "--corpus_dir", str(tmp_path / "corpus"), "--data_dir", str(tmp_path / "data"),
-                        "--exp_dir", str(tmp_path / "exp")],
+                        "--corpus_dir", str(tmp_path / "corpus"), "--datadir", str(tmp_path / "data"),
+                        "--expdir", str(tmp_path / "exp")],
                        cwd=ROOT / "egs" / "nvv_tts", capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout + r.stderr
@@ -110,7 +110,9 @@ def test_tts_data_prep_stage_is_skipped_then_redone_when_damaged(tmp_path):
     dev_text = tmp_path / "data" / "dev_en_ci" / "text"
     out = _tts_stage1(tmp_path)
     assert "stage 1: data prep" in out and "skipping" not in out
-    assert (tmp_path / "data" / "train_en_ci" / ".tts_data.done").is_file()
+    assert (tmp_path / "data" / "train_en_ci" / ".data.done").is_file()
+    for s in ("train_en_ci", "dev_en_ci", "test_en_ci"):          # the step's log
+        assert (tmp_path / "exp" / "log" / f"check_text_{s}.log").is_file(), s
     assert "skipping (" in _tts_stage1(tmp_path)
     good = dev_text.read_text()
     dev_text.write_text(good[:10])                            # truncated output

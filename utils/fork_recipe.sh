@@ -141,16 +141,30 @@ else
 #!/usr/bin/env bash
 # NVV-controllable TTS (NVVSpeech Challenge Track 2) for '${lang}'.
 # Forked from $(basename "${src}") by utils/fork_recipe.sh (--lang ${lang}); all stages live in
-# local/nvv_tts.sh (see egs/nvv_tts/README.md in the repository). Options given on the command line
-# override these (./run.sh --help lists them all).
+# local/nvv_tts.sh (see egs/nvv_tts/README.md in the repository); this file names the language,
+# sets and config of this recipe. Options given on the command line override these
+# (./run.sh --help lists them all).
 set -euo pipefail
 cd "\$(dirname "\$0")"
 
 lang=${lang}            # front-end (pyutils/tts/frontend.py), mini corpus, ASR of stage 7 (../nvv_asr_${lang})
 token_type=${token_type}        # phn: espeak-ng phonemes of the ${lang} voice; char: letters
 judge=$([ "${whisper}" = no ] && echo false || echo true)            # stage 7 intelligibility by pretrained Whisper (it knows '${lang}': ${whisper})
+train_set=         # empty: train_${lang} (train_${lang}_<preset> for ci and large)
+valid_set=         # empty: dev_${lang}[_<preset>]
+test_sets=         # empty: test_${lang}[_<preset>]
+tts_config=        # empty: conf/train_fastspeech_world_<preset>.yaml (ci, default);
+                   #   --preset large: conf/tuning/train_vits.yaml
 
-exec ./local/nvv_tts.sh --lang "\${lang}" --token_type "\${token_type}" --judge "\${judge}" "\$@"
+exec ./local/nvv_tts.sh \\
+  --lang "\${lang}" \\
+  --token_type "\${token_type}" \\
+  --judge "\${judge}" \\
+  --train_set "\${train_set}" \\
+  --valid_set "\${valid_set}" \\
+  --test_sets "\${test_sets}" \\
+  --tts_config "\${tts_config}" \\
+  "\$@"
 EOF
 fi
 chmod 755 "${tmp}"

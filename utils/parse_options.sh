@@ -12,7 +12,8 @@
 #   * an option whose default is true/false only accepts true or false.
 #   * --config FILE sources FILE (bash name=value lines) before the other
 #     options are applied, so the command line wins over the file.
-#   * --help / -h prints $help_message and the options with their current
+#   * --help / -h prints $help_message and the options (spelt --foo_bar, the
+#     spelling of the docs; --foo-bar is accepted too) with their current
 #     values (taken from the NAME=VALUE lines of the sourcing script, with
 #     their trailing `# comment`), then exits 0.
 #   * parsing stops at the first argument that does not start with --
@@ -44,7 +45,7 @@ _po_print_help() {
         _po_comment="${BASH_REMATCH[1]}"
       fi
       if ! ${_po_printed}; then echo; echo "Options (current value):"; _po_printed=true; fi
-      printf '  --%-28s %s\n' "${_po_name//_/-} \"${!_po_name}\"" "${_po_comment}"
+      printf '  --%-28s %s\n' "${_po_name} \"${!_po_name}\"" "${_po_comment}"
     fi
   done < "${_po_src}"
 }

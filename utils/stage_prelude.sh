@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Shared prelude of the stage scripts in local/ (nvv_asr.sh nvv_tts.sh sqa.sh vc.sh).
-# Source it once the options are parsed, with the experiment dir of the run:
+# Shared prelude of the stage scripts in local/ (nvv_asr.sh nvv_tts.sh sqa.sh vc.sh): the one
+# place that owns their shell plumbing. Source it once the options are parsed, with the
+# experiment dir of the run:
 #
 #   . utils/parse_options.sh
 #   . utils/stage_prelude.sh "${expdir}"
 #
-# 1. Stage range: --stage and --stop-stage must be whole numbers in 0..${max_stage:-8}
+# 1. Stage range: --stage and --stop_stage (or --stop-stage) must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
 #    --nj (and --inference_nj where the script has it) must be whole numbers >= 1 (or auto).
 # 2. One run per exp dir: an flock on <expdir>/.run.lock, held for the whole run and
@@ -14,21 +15,48 @@
 #    its processes are still going, they are killed before this run starts
 #    (pyutils.jobs.guard reclaim), so a rerun never works beside an orphan.
 #    A stage script called by another one (vc.sh -> nvv_asr.sh) with the same exp dir
-#    shares its caller's lock (CHORUS_HELD_LOCKS).
+#    shares its caller's lock (CHORUS_HELD_LOCKS): it is "nested" (_sp_nested=true).
+# 3./4. Verified stage markers (stage_done/stage_mark, chain_done/chain_mark), below.
+# 5. log MESSAGE: "<time> (<script>:<line>:<function>) MESSAGE" on stdout (ESPnet's log()).
+# 6. Stages and their clock:
+#      stage_begin N NAME      # stage N starts (the open one ends): named by the failure line, clock reset
+#      ... the stage ...
+#      stage_end               # (no-op unless a stage is open) appends "N NAME<TAB>wall_s<TAB>cpu_s<TAB>load" to <expdir>/stage_times.tsv
+#    One timing file per exp dir, written only by the run that holds the lock (a nested stage
+#    script's time is part of its caller's stage). CPU seconds are the user+sys time of this
+#    shell and of every child it has waited for (/proc/<pid>/stat fields 14-17), so a run on a
+#    busy machine still tells what it costs on an idle one: on 2 idle cores a stage's wall time
+#    lies between about CPU/2 (both cores busy) and CPU (one). A run that starts at stage N
+#    keeps the rows of the stages before N (their outputs were made by an earlier run) and
+#    drops the others, so the file always describes the outputs now on disk.
+#    pyutils.jobs.stage_times reads it (the reports' "Time per stage" table).
+# 7. Failures: an ERR trap (set -E: also inside functions) prints, once, on stderr
+#      <time> stage N failed at <script>:<line>: <command> (exit S)
+#      <time> stage N: read <the failing job's log> (the job ended with code C)
+#    The log is the one the job backend (utils/run.pl, utils/slurm.pl) names when a job of
+#    this stage fails (it writes it to $CHORUS_FAILED_LOG); a step that is no backend job has
+#    its output on the console just above. The script then exits with the job's own status C
+#    (the backends report 1 for any failure; a step refusing bad input exits 2, and so does
+#    the stage script), or with the failed command's status.
+# Every Python step of a stage therefore runs through a job backend, with its log:
+#      ${train_cmd} <exp>/log/<step>.log python -m ...
+#    (corpus generation and preparation, chorus-synth/chorus-prep, which hand out their own
+#    jobs with --cmd "${train_cmd}", run through utils/run.pl: on the machine that drives the
+#    recipe, as Kaldi's local/data.sh does).
 
 _sp_fail() { echo "$0: $*" >&2; exit 2; }
 _sp_max=${max_stage:-8}
 for _sp_name in stage stop_stage; do
   _sp_val=${!_sp_name}
   [[ "${_sp_val}" =~ ^[0-9]+$ ]] \
-    || _sp_fail "--${_sp_name//_/-} '${_sp_val}' is not a stage number (0..${_sp_max})"
+    || _sp_fail "--${_sp_name} '${_sp_val}' is not a stage number (0..${_sp_max})"
   _sp_val=$((10#${_sp_val}))
   [ "${_sp_val}" -le "${_sp_max}" ] \
-    || _sp_fail "--${_sp_name//_/-} ${_sp_val} is out of range: stages are 0..${_sp_max}"
+    || _sp_fail "--${_sp_name} ${_sp_val} is out of range: stages are 0..${_sp_max}"
   printf -v "${_sp_name}" '%s' "${_sp_val}"
 done
 [ "${stage}" -le "${stop_stage}" ] \
-  || _sp_fail "--stage ${stage} is after --stop-stage ${stop_stage}: nothing would run"
+  || _sp_fail "--stage ${stage} is after --stop_stage ${stop_stage}: nothing would run"
 # Job counts: a whole number >= 1 (nj may also be "auto"; inference_nj may be empty)
 for _sp_name in nj inference_nj; do
   _sp_val=${!_sp_name-}
@@ -38,11 +66,13 @@ for _sp_name in nj inference_nj; do
     || _sp_fail "--${_sp_name} '${_sp_val}' must be a whole number >= 1"
 done
 
+_sp_nested=false
+_sp_expdir=${1:-}
 if [ -n "${1:-}" ]; then
   mkdir -p "$1"
   _sp_lock="$(cd "$1" && pwd -P)/.run.lock"
   case ":${CHORUS_HELD_LOCKS:-}:" in
-    *":${_sp_lock}:"*) ;;  # our caller holds it
+    *":${_sp_lock}:"*) _sp_nested=true ;;  # our caller holds it
     *)
       exec {_sp_fd}>>"${_sp_lock}"
       if ! flock -n "${_sp_fd}"; then
@@ -120,3 +150,80 @@ chain_done() {
   return 1
 }
 chain_mark() { stage_mark "$1" --sig "${_chain_sigs[$1]:?chain_mark $1 without chain_done}" "${@:2}"; }
+
+# 5. Logging (ESPnet's log(): time, file:line:function of the caller)
+log() {
+  local fname=${BASH_SOURCE[1]##*/}
+  echo -e "$(date '+%Y-%m-%dT%H:%M:%S') (${fname}:${BASH_LINENO[0]}:${FUNCNAME[1]}) $*"
+}
+
+# 6. Stages and their clock (one <expdir>/stage_times.tsv)
+_sp_stage=""; _sp_stage_name=""; _sp_stage_t0=$(date +%s)
+_sp_times=""
+if [ -n "${_sp_expdir}" ] && ! ${_sp_nested}; then
+  _sp_times=${_sp_expdir}/stage_times.tsv
+  if [ -f "${_sp_times}" ] && [ "${stage}" -gt 0 ]; then
+    awk -F'\t' -v s="${stage}" 'NR == 1 || ($1 + 0 < s)' "${_sp_times}" > "${_sp_times}.tmp"
+  else
+    printf 'stage\twall_s\tcpu_s\tload\n' > "${_sp_times}.tmp"
+  fi
+  mv "${_sp_times}.tmp" "${_sp_times}"
+fi
+_sp_cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$$/stat"; }
+_sp_tck=$(getconf CLK_TCK)
+_sp_wall=${SECONDS}
+_sp_cpu=$(_sp_cpu_ticks)
+_sp_open=false
+stage_begin() {  # stage_begin N NAME (ends the stage still open, if any)
+  stage_end > /dev/null
+  _sp_stage=$1; _sp_stage_name=${2:-}; _sp_open=true
+  _sp_stage_t0=$(date +%s)
+  _sp_wall=${SECONDS}; _sp_cpu=$(_sp_cpu_ticks)
+  [ -z "${CHORUS_FAILED_LOG:-}" ] || rm -f "${CHORUS_FAILED_LOG}"   # a log of an earlier stage is not this one's
+}
+stage_end() {  # the time row of the stage begun last (kept only by a run that holds the lock)
+  local c wall cpu load
+  ${_sp_open} || return 0   # no stage begun since the last stage_end
+  _sp_open=false
+  c=$(_sp_cpu_ticks)
+  wall=$((SECONDS - _sp_wall))
+  cpu=$(awk -v a="${c}" -v b="${_sp_cpu}" -v t="${_sp_tck}" 'BEGIN {printf "%.0f", (a - b) / t}')
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  if [ -n "${_sp_times}" ]; then
+    printf '%s\t%s\t%s\t%s\n' "${_sp_stage}${_sp_stage_name:+ ${_sp_stage_name}}" "${wall}" "${cpu}" "${load}" >> "${_sp_times}"
+  fi
+  echo "$(date '+%Y-%m-%dT%H:%M:%S') timing: stage ${_sp_stage}${_sp_stage_name:+ ${_sp_stage_name}}: wall ${wall} s, CPU ${cpu} s, load ${load}"
+  _sp_wall=${SECONDS}; _sp_cpu=${c}
+}
+
+# 7. The failure line (ERR trap). The job backends write the failing job's log to
+#    $CHORUS_FAILED_LOG (pyutils.jobs.common.failure_report); a nested stage script keeps
+#    its caller's file, so the caller names the same log.
+if [ -z "${CHORUS_FAILED_LOG:-}" ] && [ -n "${_sp_expdir}" ]; then
+  mkdir -p "${_sp_expdir}/log"
+  CHORUS_FAILED_LOG="$(cd "${_sp_expdir}/log" && pwd -P)/.failed_job_log"
+  export CHORUS_FAILED_LOG
+fi
+_sp_err_reported=false
+_sp_on_err() {  # $1 exit status, $2 line, $3 command (as written in the script)
+  [ "${BASH_SUBSHELL}" -eq 0 ] || return 0    # reported by the shell that runs the script
+  ${_sp_err_reported} && return 0
+  _sp_err_reported=true
+  local what="stage ${_sp_stage:-?}" logf="" code="" now
+  [ -n "${_sp_stage}" ] || what="set-up (before stage ${stage})"
+  now=$(date '+%Y-%m-%dT%H:%M:%S')
+  echo "${now} ${what} failed at ${BASH_SOURCE[1]##*/}:$2: $3 (exit $1)" >&2
+  if [ -n "${CHORUS_FAILED_LOG:-}" ] && [ -s "${CHORUS_FAILED_LOG}" ] \
+     && [ "$(stat -c %Y "${CHORUS_FAILED_LOG}")" -ge "${_sp_stage_t0}" ]; then
+    logf=$(< "${CHORUS_FAILED_LOG}")
+    # the job's own exit status (the backends say 1 for any failure): a step that refuses its
+    # input with 2 makes the stage script exit 2 too, as if it had run without a backend
+    code=$(sed -n 's/^# Ended (code \([0-9][0-9]*\)).*/\1/p' "${logf}" 2>/dev/null | tail -n 1)
+    echo "${now} ${what}: read ${logf}${code:+ (the job ended with code ${code})}" >&2
+    if [ -n "${code}" ] && [ "${code}" -ne 0 ]; then exit "${code}"; fi
+  else
+    echo "${now} ${what}: no job log: the command's own output is above" >&2
+  fi
+}
+set -E
+trap '_sp_on_err "$?" "${LINENO}" "${BASH_COMMAND}"' ERR

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Vietnamese zero-shot voice conversion (VLSP 2025 VC): ESPnet cascade
 # ASR(source) -> TTS(text, speaker embedding of the reference clip).
-# All stages live in local/vc.sh; this file only sets the recipe's options.
-# Options given on the command line override these (./run.sh --help lists them all).
+# All stages live in local/vc.sh; this file names the task, pairs and configs of this recipe.
+# Options given on the command line override these (./run.sh --help lists them all),
+# e.g. ./run.sh --preset ci, ./run.sh --stage 6 --pairs my_pairs.tsv.
 set -euo pipefail
 
-task=2          # 2: every model trained here (VLSP Task 2); 1: --pretrained_{asr,tts,spk} allowed
-preset=default  # ci | default | large
+task=2             # 2: every model trained here (VLSP Task 2); 1: --pretrained_{asr,tts,spk} allowed
+preset=default     # ci | default | large
+pairs_sets=test    # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
+spk_config=        # empty: conf/train_spk_xvector_<preset>.yaml
+asr_config=        # empty: conf/train_asr_vi_<preset>.yaml
+tts_config=        # empty: conf/train_fastspeech_vi_<preset>.yaml
 
 exec ./local/vc.sh \
   --task "${task}" \
   --preset "${preset}" \
+  --pairs_sets "${pairs_sets}" \
+  --spk_config "${spk_config}" \
+  --asr_config "${asr_config}" \
+  --tts_config "${tts_config}" \
   "$@"

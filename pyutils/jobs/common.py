@@ -21,6 +21,7 @@ Log layout (Kaldi's)::
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -177,12 +178,31 @@ def log_tail(path: str | Path, n: int = TAIL_LINES) -> list[str]:
     return lines[-n:]
 
 
+def note_failed_log(log: str | Path) -> None:
+    """Tell the stage script which log to read: ``$CHORUS_FAILED_LOG`` gets the path.
+
+    utils/stage_prelude.sh sets the variable and names that log in its
+    "stage N failed at <script>:<line>" message; outside a stage script it is unset.
+    """
+    dest = os.environ.get("CHORUS_FAILED_LOG")
+    if not dest:
+        return
+    try:
+        tmp = f"{dest}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(os.path.abspath(str(log)) + "\n")
+        os.replace(tmp, dest)
+    except OSError:
+        pass  # the report on stderr still names the log
+
+
 def failure_report(prog: str, failed: list[tuple[int, str]], total: int) -> str:
     """Message for stderr: how many failed, first failing log and its tail.
 
     ``failed`` holds ``(task_id, log_path)`` sorted by task id.
     """
     task, log = failed[0]
+    note_failed_log(log)
     if total == 1:
         head = f"{prog}: job failed, log is in {log}"
     else:

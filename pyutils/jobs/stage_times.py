@@ -1,4 +1,5 @@
-"""The per-stage clock of a recipe run (utils/stage_timer.sh) as a Markdown section.
+"""The per-stage clock of a recipe run (<expdir>/stage_times.tsv, stage_begin/stage_end of
+utils/stage_prelude.sh) as a Markdown section.
 
 The TSV has a header and one row per stage: label, wall seconds, CPU seconds, load (the
 1-minute value first). CPU seconds are what the stage's processes used together, so a run
@@ -23,7 +24,7 @@ def markdown(path, title="## Time per stage") -> list:
         return []
     out = [title, "",
            "Wall and CPU seconds per stage (CPU: the stage's processes together, "
-           "utils/stage_timer.sh); load = 1/5/15-minute load average when the stage ended. On 2 idle "
+           "utils/stage_prelude.sh); load = 1/5/15-minute load average when the stage ended. On 2 idle "
            "cores a stage's wall time lies between about CPU/2 (both cores busy) and CPU (one): "
            "an estimate, not a measurement.", "",
            "| stage | wall (s) | CPU (s) | load |", "|---|---|---|---|"]

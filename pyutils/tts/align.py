@@ -30,7 +30,7 @@ library does a forced alignment with optional (skippable) tokens and pinned span
 An utterance with fewer frames than required states is retried with one state per
 token, then split proportionally; both fallbacks are counted and named in the log.
 
-    python -m pyutils.tts.align --config conf/train_fastspeech_mini.yaml \
+    python -m pyutils.tts.align --config conf/tuning/train_fastspeech_mini.yaml \
         --train dump/raw/train_en --align dump/raw/train_en --align dump/raw/dev_en \
         --out-dir exp/align_en
 

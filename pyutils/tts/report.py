@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="default")
     p.add_argument("--out", required=True)
     p.add_argument("--align-stats", default="", help="align_stats.json of the forced alignment (duration models)")
-    p.add_argument("--stage-times", default="", help="stage_times.tsv of the run (utils/stage_timer.sh)")
+    p.add_argument("--stage-times", default="", help="stage_times.tsv of the run (utils/stage_prelude.sh)")
     p.add_argument("sets", nargs="+", help="NAME=EVAL_DIR (holding metrics.json)")
     a = p.parse_args(argv)
     sets = [tuple(s.split("=", 1)) for s in a.sets]
