@@ -664,8 +664,8 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
     ${decode_cmd} "${_sc}/package.log" \
       chorus-score package-track1 --text "${_dir}/text" --ref-ids "${_sc}/ref.jsonl" --out "${_sc}/hyp.jsonl"
     ${decode_cmd} "${_sc}/track1.log" \
-      chorus-score track1 --ref "${_sc}/ref.jsonl" --hyp "${_sc}/hyp.jsonl" --output-json "${_sc}/track1.json" \
-        --per-utt-report "${_sc}/track1_per_utt.txt"
+      chorus-score track1 --single-language --ref "${_sc}/ref.jsonl" --hyp "${_sc}/hyp.jsonl" \
+        --output-json "${_sc}/track1.json" --per-utt-report "${_sc}/track1_per_utt.txt"
     if [ "${score_nvbench}" = true ]; then
       ${decode_cmd} "${_sc}/nvbench.log" \
         chorus-score nvbench --format kaldi --lang "${lang}" --ref "${datadir}/${dset}/text" --hyp "${_dir}/text" \

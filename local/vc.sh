@@ -55,6 +55,8 @@ expdir=exp               # models, logs, results
 pairs_sets=test          # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
 pairs=                   # convert this pairs TSV instead (its name: file name without .tsv)
 audio_root=              # base of relative paths in a pairs list (default: the TSV's folder)
+src_text=                # Kaldi text of the pairs' source transcripts (keyed by pair id or source id);
+                         # or a 4th column of the pairs list. WER then uses them instead of the ASR's
 dev_per_spk=2            # utterances per training speaker held out for validation
 # speaker model
 spk_config=              # default: conf/train_spk_xvector_<preset>.yaml
@@ -236,6 +238,7 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
     _tsv=$(pairs_tsv "${name}")
     ${train_cmd} "${expdir}/log/pairs_${name}.log" \
       python -m pyutils.vc.pairs --pairs "${_tsv}" ${audio_root:+--audio-root "${audio_root}"} \
+        ${src_text:+--src-text "${src_text}"} \
         --src-text-dir "${datadir}/test_src" \
         --out-src "${datadir}/${name}_pairs_src" --out-ref "${datadir}/${name}_pairs_ref"
   done
@@ -444,7 +447,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     log "stage 6: convert the pairs of ${name}"
     # Checked again here: a list edited after stage 1 must not fail halfway through.
     ${train_cmd} "${vc_exp}/log/pairs_check_${name}.log" \
-      python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"}
+      python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"} \
+        ${src_text:+--src-text "${src_text}"}
     _src=${name}_pairs_src
     log "  ASR of the ${name} sources"
     asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
@@ -490,7 +494,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   stage_begin 7 evaluate
   _report_args=()
   for name in ${pairs_sets}; do
-    log "stage 7: evaluate ${name} (SIM: resemblyzer, MOS: DNSMOS, WER: ${wer_asr})"
+    log "stage 7: evaluate ${name} (SIM: resemblyzer + d-vector, MOS: DNSMOS + DistillMOS, WER: ${wer_asr})"
     _src=${name}_pairs_src; _o=${name}_pairs_out${_tsfx}; _e=${vc_exp}/eval_${name}
     mkdir -p "${_e}" "${dumpdir}/raw/${_o}"
     # the converted files as a data dir keyed by pair id, decoded by the recipe ASR
