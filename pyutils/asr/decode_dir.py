@@ -160,15 +160,14 @@ def _main(argv=None) -> int:
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 
 
-def write_audio_dir_scp(folder: str, scp: str) -> int:
-    """wav.scp of every audio file under ``folder`` (libsndfile reads all of AUDIO_EXTS;
-    stage 2 resamples to 16 kHz mono). Ids are file stems and must be unique."""
-    from pyutils.datadir.io import write_kv
-
+def audio_dir_entries(folder: str) -> dict:
+    """``{file stem: absolute path}`` of every audio file under ``folder`` (any of AUDIO_EXTS);
+    ids must be unique and without spaces."""
     if not os.path.isdir(folder):
         raise DecodeDirError(f"--audio-dir {folder} is not a directory")
     found: dict = {}
-    for root, _, files in os.walk(folder):
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
         for f in sorted(files):
             stem, ext = os.path.splitext(f)
             if ext.lower() not in AUDIO_EXTS:
@@ -181,6 +180,15 @@ def write_audio_dir_scp(folder: str, scp: str) -> int:
             found[stem] = path
     if not found:
         raise DecodeDirError(f"no audio ({', '.join(AUDIO_EXTS)}) under {folder}")
+    return dict(sorted(found.items(), key=lambda kv: kv[0].encode()))
+
+
+def write_audio_dir_scp(folder: str, scp: str) -> int:
+    """wav.scp of every audio file under ``folder`` (libsndfile reads all of AUDIO_EXTS;
+    stage 2 resamples to 16 kHz mono). Ids are file stems and must be unique."""
+    from pyutils.datadir.io import write_kv
+
+    found = audio_dir_entries(folder)
     write_kv(scp, found)
     return len(found)
 

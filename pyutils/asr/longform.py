@@ -1,0 +1,171 @@
+"""Text and word times from FROZEN pretrained Whisper (faster-whisper / CTranslate2), any length.
+
+The text half of the Track 1 cascade (``pyutils.asr.cascade``): the pretrained model of
+``make -C tools`` (Whisper base, int8, CPU) transcribes the audio with word timestamps;
+nothing is fine-tuned, so the text is as good as the pretrained model's.
+
+Long inputs are never cut. Whisper sees 30 s at a time; faster-whisper's sequential
+long-form loop (OpenAI's algorithm) moves its window by the last complete segment's end
+timestamp, so a 1-hour file is decoded to the end. With ``vad=True`` (default) Silero
+VAD (bundled with faster-whisper, no download) first drops stretches of non-speech of
+>= 2 s and the speech chunks are decoded back to back (timestamps mapped back to the
+original time axis).
+
+Guards against the two failures of greedy Whisper on odd audio:
+
+- *Repetition loops* ("All circuits All circuits ..."): each 30 s window is decoded at
+  temperature 0 and re-decoded at 0.2, 0.4, ... 1.0 while its gzip compression ratio
+  ``len(text) / len(zlib(text))`` exceeds 2.4 or its mean token log-probability is below
+  -1.0 (Radford et al. 2022, sec. 4.5); no conditioning on the previous window's text
+  (a loop cannot carry over); and afterwards :func:`collapse_repeats` keeps one copy of
+  any n-gram (n <= 10 words) repeated back to back 3 or more times (4 for one word, so
+  "no, no, no" stays).
+- *Empty output for speech*: a window is skipped as silence only when its no-speech
+  probability is > 0.6 AND its mean log-probability < -1.0 (Whisper's rule); when the
+  whole result is still empty although the VAD found >= 1 s of speech, the file is
+  decoded once more without the VAD and without the no-speech rule.
+
+Word times: faster-whisper aligns each word with the cross-attention heads by DTW
+(Whisper's ``word_timestamps``); they are seconds on the input's time axis. Chinese
+output is converted to simplified characters (OpenCC ``t2s``), word by word.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field, replace
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from pyutils.whisper.weights import WhisperWeightsError, resolve
+
+SR = 16000
+TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+MIN_SPEECH_FOR_RETRY_S = 1.0
+LOOP_MAX_N = 10
+
+
+@dataclass(frozen=True)
+class Word:
+    """One recognised word (Whisper's spelling, leading space kept) and its time in seconds."""
+
+    text: str
+    start: float
+    end: float
+    prob: float = 1.0
+
+
+@dataclass
+class Transcript:
+    words: List[Word]
+    duration: float                     # seconds of input audio
+    speech_s: Optional[float] = None    # seconds the VAD kept (None: no VAD)
+    seconds: float = 0.0                # wall time of the decoding
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(w.text for w in self.words).strip()
+
+
+def _norm_word(text: str) -> str:
+    return re.sub(r"[^\w']+", "", text.lower())
+
+
+def collapse_repeats(words: Sequence[Word], max_n: int = LOOP_MAX_N) -> tuple[List[Word], int]:
+    """Keep one copy of an n-gram repeated back to back (a decoding loop); -> (words, n removed).
+
+    A run of k consecutive copies of the same n words (compared lower-cased without
+    punctuation) is a loop when k >= 3 for n >= 2, or k >= 4 for n = 1; the first copy stays.
+    Greedy left to right, shortest n first at each position.
+    """
+    keys = [_norm_word(w.text) for w in words]
+    out: List[Word] = []
+    i, removed = 0, 0
+    while i < len(words):
+        jumped = False
+        for n in range(1, max_n + 1):
+            if i + 2 * n > len(words) or not all(keys[i:i + n]):
+                continue
+            k = 1
+            while keys[i + k * n:i + (k + 1) * n] == keys[i:i + n]:
+                k += 1
+            if k >= (4 if n == 1 else 3):
+                out.extend(words[i:i + n])
+                removed += (k - 1) * n
+                i += k * n
+                jumped = True
+                break
+        if not jumped:
+            out.append(words[i])
+            i += 1
+    return out, removed
+
+
+def to_mono_16k(x: np.ndarray, sr: int) -> np.ndarray:
+    """float32 mono 16 kHz: channels averaged, resampled with soxr (VHQ)."""
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 2:
+        x = x.mean(axis=1)
+    if sr != SR and x.size:
+        import soxr
+
+        x = soxr.resample(x, sr, SR).astype(np.float32)
+    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+class LongformTranscriber:
+    """Frozen Whisper via faster-whisper on the CPU; one model per process."""
+
+    def __init__(self, model: str = "base", lang: str = "en", beam_size: int = 1,
+                 threads: int = 0, compute_type: str = "int8", vad: bool = True):
+        spec = resolve(model)
+        if spec.ct2_dir is None:
+            raise WhisperWeightsError(f"the text path needs a CTranslate2 Whisper dir (faster-whisper); "
+                                      f"{spec.source} is not one")
+        from faster_whisper import WhisperModel
+
+        self.lang, self.beam_size, self.vad = lang.split("_")[0], beam_size, vad
+        self.model = WhisperModel(str(spec.ct2_dir), device="cpu", compute_type=compute_type,
+                                  cpu_threads=threads or min(os.cpu_count() or 1, 4))
+
+    def _decode(self, audio: np.ndarray, vad: bool, no_speech_rule: bool) -> tuple[List[Word], Optional[float]]:
+        segments, info = self.model.transcribe(
+            audio, language=self.lang, task="transcribe", beam_size=self.beam_size,
+            best_of=self.beam_size, temperature=list(TEMPERATURES), compression_ratio_threshold=2.4,
+            log_prob_threshold=-1.0, no_speech_threshold=0.6 if no_speech_rule else None,
+            condition_on_previous_text=False, word_timestamps=True, vad_filter=vad,
+            vad_parameters={"min_silence_duration_ms": 2000, "speech_pad_ms": 400} if vad else None)
+        words = [Word(w.word, float(w.start), float(w.end), float(w.probability))
+                 for s in segments for w in (s.words or [])]
+        speech = None if not vad else float(getattr(info, "duration_after_vad", info.duration))
+        return words, speech
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """``audio``: float32 mono 16 kHz (see :func:`to_mono_16k`)."""
+        t0 = time.time()
+        audio = np.ascontiguousarray(audio, dtype=np.float32)
+        dur = len(audio) / SR
+        tr = Transcript([], dur)
+        if audio.size < SR // 10 or not np.any(audio):
+            tr.notes.append("shorter than 0.1 s" if audio.size < SR // 10 else "digital silence")
+            tr.seconds = time.time() - t0
+            return tr
+        words, tr.speech_s = self._decode(audio, self.vad, True)
+        if not words and self.vad and (tr.speech_s or 0.0) >= MIN_SPEECH_FOR_RETRY_S:
+            words, _ = self._decode(audio, False, False)
+            tr.notes.append(f"empty after VAD ({tr.speech_s:.1f} s speech): retried without VAD")
+        words = [w for w in words if w.text.strip()]
+        words, removed = collapse_repeats(words)
+        if removed:
+            tr.notes.append(f"{removed} repeated words removed (loop)")
+        if self.lang == "zh":
+            from pyutils.whisper.tokens import to_simplified
+
+            words = [replace(w, text=to_simplified(w.text)) for w in words]
+        tr.words = words
+        tr.seconds = time.time() - t0
+        return tr
