@@ -65,7 +65,7 @@ def read_events(path: str, min_score: float = 0.0) -> Dict[str, List[Event]]:
             if not isinstance(utt, str) or not utt.strip():
                 raise CascadeError(f"{where}: 'utt_id' must be a non-empty string")
             raw = row.get("tag")
-            tag = normalize_tag_label(raw.strip().strip("[]")) if isinstance(raw, str) else None
+            tag = normalize_tag_label(raw.strip().strip("[]").replace("_", " ")) if isinstance(raw, str) else None
             if tag not in tags:
                 raise CascadeError(f"{where}: 'tag' {raw!r} is not one of the 16 challenge tags")
             vals = []
