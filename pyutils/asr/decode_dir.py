@@ -164,8 +164,9 @@ def _main(argv=None) -> int:
         os.replace(out + ".tmp", out)
     print(f"decode_dir: wrote {out}", file=sys.stderr)
     if a.jsonl:
-        r = subprocess.run(["chorus-score", "package-track1", "--text", out, "--ref-ids", wav_scp,
-                            "--out", os.path.abspath(a.jsonl)])
+        # the scorer of this interpreter (chorus-score need not be on PATH)
+        r = subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "package-track1", "--text", out,
+                            "--ref-ids", wav_scp, "--out", os.path.abspath(a.jsonl)])
         if r.returncode != 0:
             return r.returncode
         print(f"decode_dir: wrote {a.jsonl} (Track 1 JSONL)", file=sys.stderr)
