@@ -121,22 +121,26 @@ class LongformTranscriber:
     """Frozen Whisper via faster-whisper on the CPU; one model per process."""
 
     def __init__(self, model: str = "base", lang: str = "en", beam_size: int = 1,
-                 threads: int = 0, compute_type: str = "int8", vad: bool = True):
+                 threads: int = 0, compute_type: str = "int8", vad: bool = True, guards: bool = True):
         spec = resolve(model)
         if spec.ct2_dir is None:
             raise WhisperWeightsError(f"the text path needs a CTranslate2 Whisper dir (faster-whisper); "
                                       f"{spec.source} is not one")
         from faster_whisper import WhisperModel
 
-        self.lang, self.beam_size, self.vad = lang.split("_")[0], beam_size, vad
+        # guards=False (for measuring what the guards do): temperature 0 only, no
+        # compression/log-prob/no-speech rules, no VAD retry, no loop collapse.
+        self.lang, self.beam_size, self.vad, self.guards = lang.split("_")[0], beam_size, vad, guards
         self.model = WhisperModel(str(spec.ct2_dir), device="cpu", compute_type=compute_type,
                                   cpu_threads=threads or min(os.cpu_count() or 1, 4))
 
     def _decode(self, audio: np.ndarray, vad: bool, no_speech_rule: bool) -> tuple[List[Word], Optional[float]]:
         segments, info = self.model.transcribe(
             audio, language=self.lang, task="transcribe", beam_size=self.beam_size,
-            best_of=self.beam_size, temperature=list(TEMPERATURES), compression_ratio_threshold=2.4,
-            log_prob_threshold=-1.0, no_speech_threshold=0.6 if no_speech_rule else None,
+            best_of=self.beam_size, temperature=list(TEMPERATURES) if self.guards else 0.0,
+            compression_ratio_threshold=2.4 if self.guards else None,
+            log_prob_threshold=-1.0 if self.guards else None,
+            no_speech_threshold=0.6 if no_speech_rule and self.guards else None,
             condition_on_previous_text=False, word_timestamps=True, vad_filter=vad,
             vad_parameters={"min_silence_duration_ms": 2000, "speech_pad_ms": 400} if vad else None)
         words = [Word(w.word, float(w.start), float(w.end), float(w.probability))
@@ -155,11 +159,11 @@ class LongformTranscriber:
             tr.seconds = time.time() - t0
             return tr
         words, tr.speech_s = self._decode(audio, self.vad, True)
-        if not words and self.vad and (tr.speech_s or 0.0) >= MIN_SPEECH_FOR_RETRY_S:
+        if not words and self.guards and self.vad and (tr.speech_s or 0.0) >= MIN_SPEECH_FOR_RETRY_S:
             words, _ = self._decode(audio, False, False)
             tr.notes.append(f"empty after VAD ({tr.speech_s:.1f} s speech): retried without VAD")
         words = [w for w in words if w.text.strip()]
-        words, removed = collapse_repeats(words)
+        words, removed = collapse_repeats(words) if self.guards else (words, 0)
         if removed:
             tr.notes.append(f"{removed} repeated words removed (loop)")
         if self.lang == "zh":
