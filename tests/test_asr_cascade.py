@@ -28,6 +28,13 @@ class FakeTranscriber:
         words = [Word(" Hello", 0.1, 0.4), Word(" world.", 0.5, 0.9), Word(" (laughs)", 1.0, 1.3)] if loud else []
         return Transcript(words, len(audio) / SR)
 
+    def transcribe_packed(self, audios):
+        PACKED.append(len(audios))
+        return [self.transcribe(x) for x in audios]
+
+
+PACKED = []
+
 
 def _clips(d: Path) -> Path:
     d.mkdir(parents=True, exist_ok=True)
@@ -87,6 +94,19 @@ def test_cli_wav_scp_order_and_nvv_text_off(tmp_path, monkeypatch):
                           {"utt_id": "y", "text_with_nvvs": ""}]
 
 
+def test_cli_pack_keeps_order_and_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(cascade, "LongformTranscriber", FakeTranscriber)
+    clips = _clips(tmp_path / "clips")
+    one, packed = tmp_path / "one.jsonl", tmp_path / "packed.jsonl"
+    assert cascade.main(["--audio-dir", str(clips), "--lang", "zh", "--jsonl", str(one), "--no-progress"]) == 0
+    PACKED.clear()
+    assert cascade.main(["--audio-dir", str(clips), "--lang", "zh", "--jsonl", str(packed), "--pack",
+                         "--no-progress"]) == 0
+    assert PACKED == [4]                            # the four readable clips in one batch; the broken one apart
+    assert _rows(packed) == _rows(one)
+    assert _rows(one)[0] == {"utt_id": "a_8k", "text_with_nvvs": "Hello world.[laugh]"}
+
+
 def test_read_events_errors_name_file_and_line(tmp_path):
     p = tmp_path / "ev.jsonl"
     p.write_text('{"utt_id": "u", "tag": "throat_clearing", "start": 1, "end": 2}\n'
@@ -127,3 +147,14 @@ def test_real_whisper_text_and_long_input(tmp_path):
     duration, last_word_end = details["long"]["duration"], details["long"]["words"][-1][2]
     assert duration > 35 and last_word_end > duration - 4                # decoded to the end
     assert got["long"].startswith("and mr. john dashwood") and "hearts" in got["long"][-20:]
+    # --pack: two short clips in one window, each keeps its own words
+    pack_dir = tmp_path / "pack"
+    pack_dir.mkdir()
+    sf.write(pack_dir / "a_one.wav", x, sr)
+    sf.write(pack_dir / "b_cards.wav", sf.read(CLIP.parent.parent / "cards" / "005.wav", dtype="float32")[0], sr)
+    assert cascade.main(["--audio-dir", str(pack_dir), "--lang", "en", "--jsonl", str(out), "--threads", "2",
+                         "--details", str(det), "--pack", "--no-progress"]) == 0
+    got = {r["utt_id"]: r["text_with_nvvs"].lower() for r in _rows(out)}
+    assert "young man" in got["a_one"] and "hearts" not in got["a_one"]
+    assert "hearts" in got["b_cards"] and "young" not in got["b_cards"]
+    assert all("packed" in d["notes"][0] for d in _rows(det))

@@ -156,3 +156,56 @@ def test_collapse_repeats():
     assert removed == 4
     words = [Word(f" {w}", k, k + 1) for k, w in enumerate("go go go go now".split())]
     assert [w.text.strip() for w in collapse_repeats(words)[0]] == ["go", "now"]
+
+
+# ------------------------------------------------------------------ longform without a model
+def _fake_transcriber(decode, lang="en"):
+    from pyutils.asr.longform import LongformTranscriber
+
+    tr = object.__new__(LongformTranscriber)   # no model: _decode is replaced
+    tr.lang, tr.beam_size, tr.vad, tr.guards = lang, 1, True, True
+    tr._decode = decode
+    return tr
+
+
+def test_pack_groups():
+    from pyutils.asr.longform import pack_groups
+
+    assert pack_groups([3, 4, 5, 6, 7, 12, 2, 2, -1, 9, 9, 9]) == [[0, 1, 2, 3], [4], [5], [6, 7], [8], [9, 10], [11]]
+    assert pack_groups([]) == []
+
+
+def test_packed_words_go_to_their_clip_on_its_time_axis():
+    import numpy as np
+
+    calls = []
+
+    def decode(audio, vad, no_speech_rule):
+        calls.append(len(audio))
+        # clips of 2 s, 3 s, 1 s joined with 1 s gaps: offsets 0, 3, 7
+        return [Word(" one", 0.2, 0.6), Word(" two", 2.1, 2.4), Word(" three", 3.5, 4.0),
+                Word(" four", 6.9, 7.3), Word(" five", 7.5, 9.9)], None
+
+    tr = _fake_transcriber(decode)
+    clips = [np.full(2 * 16000, 0.1, np.float32), np.full(3 * 16000, 0.1, np.float32), np.full(16000, 0.1, np.float32)]
+    out = tr.transcribe_packed(clips)
+    assert calls == [8 * 16000]                                       # one pass for the three clips
+    assert [[(w.text, w.start, w.end) for w in t.words] for t in out] == [
+        [(" one", 0.2, 0.6), (" two", 2.0, 2.0)],                     # 2.1-2.4 is in the gap: clipped to the clip's end
+        [(" three", pytest.approx(0.5), pytest.approx(1.0))],
+        [(" four", 0.0, pytest.approx(0.3)), (" five", pytest.approx(0.5), 1.0)]]
+    assert [t.duration for t in out] == [2.0, 3.0, 1.0]
+
+
+def test_empty_after_vad_is_retried_without_it():
+    import numpy as np
+
+    calls = []
+
+    def decode(audio, vad, no_speech_rule):
+        calls.append((vad, no_speech_rule))
+        return ([], 2.5) if vad else ([Word(" hi", 0.1, 0.3)], None)
+
+    t = _fake_transcriber(decode).transcribe(np.full(3 * 16000, 0.1, np.float32))
+    assert calls == [(True, True), (False, False)] and [w.text for w in t.words] == [" hi"]
+    assert "retried without VAD" in t.notes[0]

@@ -162,6 +162,12 @@ class LongformTranscriber:
         if not words and self.guards and self.vad and (tr.speech_s or 0.0) >= MIN_SPEECH_FOR_RETRY_S:
             words, _ = self._decode(audio, False, False)
             tr.notes.append(f"empty after VAD ({tr.speech_s:.1f} s speech): retried without VAD")
+        tr.words = self._finish(words, tr)
+        tr.seconds = time.time() - t0
+        return tr
+
+    def _finish(self, words: List[Word], tr: Transcript) -> List[Word]:
+        """Empty words out, loops collapsed (noted in ``tr``), Chinese in simplified characters."""
         words = [w for w in words if w.text.strip()]
         words, removed = collapse_repeats(words) if self.guards else (words, 0)
         if removed:
@@ -170,6 +176,71 @@ class LongformTranscriber:
             from pyutils.whisper.tokens import to_simplified
 
             words = [replace(w, text=to_simplified(w.text)) for w in words]
-        tr.words = words
-        tr.seconds = time.time() - t0
-        return tr
+        return words
+
+    def transcribe_packed(self, audios: Sequence[np.ndarray]) -> List[Transcript]:
+        """Short clips decoded together, several in one 30 s window (see :func:`pack_groups`).
+
+        The clips are joined with :data:`PACK_GAP_S` of silence between them and decoded
+        once; each word goes to the clip holding its midpoint (the gaps split at their
+        middle) and gets that clip's time axis (clipped to the clip). A clip no group can
+        take (too long, too short, all zeros) goes through :meth:`transcribe`. The time of a
+        group is shared among its clips in proportion to their durations.
+        """
+        out: List[Optional[Transcript]] = [None] * len(audios)
+        for group in pack_groups([len(x) / SR if x.size >= SR // 10 and np.any(x) else -1.0 for x in audios]):
+            if len(group) == 1:
+                out[group[0]] = self.transcribe(audios[group[0]])
+                continue
+            t0 = time.time()
+            gap = np.zeros(int(PACK_GAP_S * SR), np.float32)
+            parts, offsets, t = [], [], 0.0
+            for i in group:
+                offsets.append(t)
+                parts += [np.asarray(audios[i], np.float32), gap]
+                t += len(audios[i]) / SR + PACK_GAP_S
+            words, _ = self._decode(np.concatenate(parts[:-1]), self.vad, True)
+            elapsed = time.time() - t0
+            total = sum(len(audios[i]) for i in group)
+            for k, i in enumerate(group):
+                dur = len(audios[i]) / SR
+                lo = offsets[k] - PACK_GAP_S / 2 if k else -np.inf
+                hi = offsets[k] + dur + PACK_GAP_S / 2 if k < len(group) - 1 else np.inf
+                mine = [Word(w.text, min(max(w.start - offsets[k], 0.0), dur), min(max(w.end - offsets[k], 0.0), dur),
+                             w.prob) for w in words if lo <= 0.5 * (w.start + w.end) < hi]
+                tr = Transcript([], dur, notes=[f"decoded packed with {len(group) - 1} other clips"])
+                tr.words = self._finish(mine, tr)
+                tr.seconds = elapsed * len(audios[i]) / total
+                out[i] = tr
+        return out  # type: ignore[return-value]
+
+
+PACK_MAX_CLIP_S = 10.0
+PACK_WINDOW_S = 24.0
+PACK_GAP_S = 1.0
+
+
+def pack_groups(durations: Sequence[float], window_s: float = PACK_WINDOW_S, max_clip_s: float = PACK_MAX_CLIP_S,
+                gap_s: float = PACK_GAP_S) -> List[List[int]]:
+    """Consecutive clips grouped so that each group, joined with ``gap_s`` between clips, lasts
+    at most ``window_s`` (inside Whisper's 30 s window); a clip longer than ``max_clip_s`` or
+    with a negative duration (not decodable as is) is a group of its own. Order is kept."""
+    groups: List[List[int]] = []
+    cur: List[int] = []
+    length = 0.0
+    for i, d in enumerate(durations):
+        if d < 0 or d > max_clip_s:
+            if cur:
+                groups.append(cur)
+            groups.append([i])
+            cur, length = [], 0.0
+            continue
+        need = d if not cur else length + gap_s + d
+        if cur and need > window_s:
+            groups.append(cur)
+            cur, need = [], d
+        cur.append(i)
+        length = need
+    if cur:
+        groups.append(cur)
+    return groups
