@@ -120,7 +120,8 @@ def test_mandarin_spans():
              Word("嗯", 2.0, 2.2), Word("咳嗽", 2.3, 2.6), Word("咳咳", 2.7, 3.0), Word("，唉，", 3.1, 3.4)]
     kept, events = extract(words, "zh")
     assert [e.tag for e in events] == ["laugh", "laugh", "cough", "sigh"]
-    assert tagged_transcript(kept, events, "zh") == "[laugh]今天真好[laugh]嗯咳嗽[cough][sigh]"  # "，，" has no unit: dropped
+    # the word "，唉，" loses its only unit: its punctuation goes with it
+    assert tagged_transcript(kept, events, "zh") == "[laugh]今天真好[laugh]嗯咳嗽[cough][sigh]"
 
 
 def test_keep_text_puts_the_tag_after_the_interjection():
@@ -131,7 +132,8 @@ def test_keep_text_puts_the_tag_after_the_interjection():
 
 @pytest.mark.parametrize("inside, tag", [
     ("laughs", "laugh"), ("Laughter", "laugh"), ("clears his throat", "throat clearing"),
-    ("SNEEZES", "sneeze"), ("lip smack", "lipsmack"), ("sighs heavily", "sigh"), ("breathes deeply", "breath"), ("upbeat music", None),
+    ("SNEEZES", "sneeze"), ("lip smack", "lipsmack"), ("sighs heavily", "sigh"), ("breathes deeply", "breath"),
+    ("upbeat music", None),
     ("笑声", "laugh"), ("打喷嚏", "sneeze"), ("叹气", "sigh"),
 ])
 def test_annotation_lexicon(inside, tag):

@@ -16,7 +16,8 @@ Guards against the two failures of greedy Whisper on odd audio:
 - *Repetition loops* ("All circuits All circuits ..."): each 30 s window is decoded at
   temperature 0 and re-decoded at 0.2, 0.4, ... 1.0 while its gzip compression ratio
   ``len(text) / len(zlib(text))`` exceeds 2.4 or its mean token log-probability is below
-  -1.0 (Radford et al. 2022, sec. 4.5); no conditioning on the previous window's text
+  -1.0 (Radford et al. 2022, sec. 4.5; the sampling is seeded before each decoding, so
+  the same input gives the same text every run); no conditioning on the previous window's text
   (a loop cannot carry over); and afterwards :func:`collapse_repeats` keeps one copy of
   any n-gram (n <= 10 words) repeated back to back 3 or more times (4 for one word, so
   "no, no, no" stays).
@@ -46,6 +47,7 @@ SR = 16000
 TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 MIN_SPEECH_FOR_RETRY_S = 1.0
 LOOP_MAX_N = 10
+SEED = 0
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class LongformTranscriber:
                                   cpu_threads=threads or min(os.cpu_count() or 1, 4))
 
     def _decode(self, audio: np.ndarray, vad: bool, no_speech_rule: bool) -> tuple[List[Word], Optional[float]]:
+        import ctranslate2
+
+        ctranslate2.set_random_seed(SEED)  # the fallback samples: same input, same text
         segments, info = self.model.transcribe(
             audio, language=self.lang, task="transcribe", beam_size=self.beam_size,
             best_of=self.beam_size, temperature=list(TEMPERATURES) if self.guards else 0.0,

@@ -113,10 +113,11 @@ def _descriptions() -> Dict[str, str]:
 
 
 DESCRIPTIONS: Dict[str, str] = _descriptions()
-_FILLER = {"his", "her", "their", "a", "the", "softly", "loudly", "quietly", "lightly", "nervously", "heavily", "deeply"}
+_FILLER = {"his", "her", "their", "a", "the",
+           "softly", "loudly", "quietly", "lightly", "nervously", "heavily", "deeply"}
 
-_OPEN_CLOSE = r"\((?P<a>[^()\[\]]*)\)|\[(?P<b>[^\[\]]*)\]|\*(?P<c>[^*\n]+)\*|（(?P<d>[^（）]*)）|【(?P<e>[^【】]*)】"
-ANNOTATION_RE = re.compile(_OPEN_CLOSE)
+ANNOTATION_RE = re.compile(r"\((?P<a>[^()\[\]]*)\)|\[(?P<b>[^\[\]]*)\]|\*(?P<c>[^*\n]+)\*"
+                           r"|（(?P<d>[^（）]*)）|【(?P<e>[^【】]*)】")
 
 INTERJECTIONS: Dict[str, List[Tuple[re.Pattern, str]]] = {
     "en": [

@@ -52,24 +52,28 @@ def unit_spans(words: Sequence[Word], lang: str) -> Tuple[List[int], List[Tuple[
 
 def boundary_of(t: float, spans: Sequence[Tuple[float, float]]) -> int:
     """``argmin_k dist(t, G_k)`` (see the module docstring)."""
-    return _boundary(t, spans, [s for s, _ in spans])
+    starts = [s for s, _ in spans]
+    return _boundary(t, spans, starts, _is_sorted(starts))
 
 
 def place(words: Sequence[Word], events: Sequence[Event], lang: str) -> List[Tuple[int, Event]]:
     """``(position, event)`` for each event, in text order (position, then time)."""
     _, spans = unit_spans(words, lang)
     starts = [s for s, _ in spans]
-    placed = []
-    for e in events:
-        placed.append((_boundary(0.5 * (e.start + e.end), spans, starts), e))
+    ordered = _is_sorted(starts)
+    placed = [(_boundary(0.5 * (e.start + e.end), spans, starts, ordered), e) for e in events]
     return sorted(placed, key=lambda pe: (pe[0], pe[1].start, pe[1].end))
 
 
-def _boundary(t: float, spans, starts) -> int:
+def _is_sorted(starts) -> bool:
+    return all(a <= b for a, b in zip(starts, starts[1:]))
+
+
+def _boundary(t: float, spans, starts, ordered: bool) -> int:
     n = len(spans)
     if n == 0:
         return 0
-    if all(a <= b for a, b in zip(starts, starts[1:])):
+    if ordered:
         # sorted starts: only the gaps around the unit starting nearest t can win
         centre = bisect_left(starts, t)
         candidates = range(max(0, centre - 2), min(n, centre + 2) + 1)
