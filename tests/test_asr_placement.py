@@ -140,13 +140,14 @@ def test_annotation_lexicon(inside, tag):
     assert annotation_tag(inside) == tag
 
 
-def test_merge_drops_detections_next_to_a_text_event_of_the_same_tag():
-    text = [Event("laugh", 1.0, 1.5)]
+def test_merge_same_tag_keeps_the_text_event_other_tag_the_detected_one():
+    text = [Event("laugh", 1.0, 1.5), Event("cough", 6.0, 6.3)]
     det = [Event("laugh", 1.8, 2.0, 0.9, "detector"), Event("laugh", 4.0, 4.5, 0.9, "detector"),
-           Event("cough", 1.2, 1.3, 0.9, "detector")]
+           Event("gasp", 6.5, 6.7, 0.9, "detector")]
     got = merge_events(text, det)
-    assert [(e.tag, e.start, e.source) for e in got] == [("laugh", 1.0, "text"), ("cough", 1.2, "detector"),
-                                                          ("laugh", 4.0, "detector")]
+    assert [(e.tag, e.start, e.source) for e in got] == [("laugh", 1.0, "text"), ("laugh", 4.0, "detector"),
+                                                          ("gasp", 6.5, "detector")]
+    assert merge_events(text, []) == text
 
 
 # ------------------------------------------------------------------ loops

@@ -11,7 +11,8 @@ transcribes it with word times (never cut: long inputs go through Whisper's long
 loop); :mod:`pyutils.asr.nvv_words` turns NVVs written as text into events and removes
 them from the text (``--nvv-text keep``: the interjection stays, the tag is added after it;
 ``off``: no mapping); events of ``--events`` for that utterance are added (a detected event
-of the same tag within 0.5 s of a text event is dropped); :mod:`pyutils.asr.placement`
+of the same tag within 0.5 s of a text event is dropped; a text event within 0.5 s of a
+detected event of another tag is dropped); :mod:`pyutils.asr.placement`
 puts every event at the word (en) / character (zh) boundary nearest its time. ``--pack``
 decodes clips of at most 10 s together, joined with 1 s pauses into windows of <= 24 s, and
 gives each clip the words whose midpoints fall in it (one encoder pass for several clips:
@@ -207,7 +208,8 @@ def run(a) -> int:
     if unknown:
         print(f"cascade: {a.events}: {len(unknown)} utt_ids not in the input, ignored "
               f"(first: {unknown[0]!r})", file=sys.stderr)
-    tr = LongformTranscriber(a.model, a.lang, a.beam_size, a.threads, vad=not a.no_vad)
+    tr = LongformTranscriber(a.model, a.lang, a.beam_size, a.threads, vad=not a.no_vad,
+                             annotations=not a.no_annotations)
     rows, details, failed, empty = [], [], 0, 0
     audio_s, t0 = 0.0, time.time()
     for n, (utt, text, info) in enumerate(decode_entries(tr, entries, a.lang, detected, a.nvv_text, a.pack), 1):
@@ -258,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam-size", type=positive_int, default=1)
     p.add_argument("--threads", type=non_negative_int, default=0, help="CPU threads (0: up to 4)")
     p.add_argument("--no-vad", action="store_true", help="decode all audio (no Silero VAD)")
+    p.add_argument("--no-annotations", action="store_true",
+                   help="keep Whisper's ban on symbols: no '(laughs)'/'[coughs]' in its text")
     p.add_argument("--pack", action="store_true",
                    help="decode clips of <= 10 s several to a 30 s window (~3x faster on short clips)")
     p.add_argument("--no-progress", dest="progress", action="store_false")

@@ -26,6 +26,12 @@ Guards against the two failures of greedy Whisper on odd audio:
   whole result is still empty although the VAD found >= 1 s of speech, the file is
   decoded once more without the VAD and without the no-speech rule.
 
+Whisper may write bracketed annotations ("(laughs)", "[coughs]", "[Music]"): faster-whisper
+bans symbol tokens by default (``suppress_tokens=[-1]``); here the ban is lifted
+(``annotations=True``), and :mod:`pyutils.asr.nvv_words` turns the annotations into tags or
+removes them (measured in docs/TRACK1_CASCADE.md: same WER on clean speech, text-only
+Track1Score 8 -> 33 on recorded NVVs).
+
 Word times: faster-whisper aligns each word with the cross-attention heads by DTW
 (Whisper's ``word_timestamps``); they are seconds on the input's time axis. Chinese
 output is converted to simplified characters (OpenCC ``t2s``), word by word.
@@ -123,7 +129,8 @@ class LongformTranscriber:
     """Frozen Whisper via faster-whisper on the CPU; one model per process."""
 
     def __init__(self, model: str = "base", lang: str = "en", beam_size: int = 1,
-                 threads: int = 0, compute_type: str = "int8", vad: bool = True, guards: bool = True):
+                 threads: int = 0, compute_type: str = "int8", vad: bool = True, guards: bool = True,
+                 annotations: bool = True):
         spec = resolve(model)
         if spec.ct2_dir is None:
             raise WhisperWeightsError(f"the text path needs a CTranslate2 Whisper dir (faster-whisper); "
@@ -133,6 +140,10 @@ class LongformTranscriber:
         # guards=False (for measuring what the guards do): temperature 0 only, no
         # compression/log-prob/no-speech rules, no VAD retry, no loop collapse.
         self.lang, self.beam_size, self.vad, self.guards = lang.split("_")[0], beam_size, vad, guards
+        # annotations=True (default) lifts Whisper's ban on symbol tokens ("(", "[", "*", "♪"), so
+        # that it can write "(laughs)" or "[coughs]" (pyutils.asr.nvv_words maps them); False
+        # keeps faster-whisper's default suppress_tokens=[-1]
+        self.suppress = [] if annotations else [-1]
         self.model = WhisperModel(str(spec.ct2_dir), device="cpu", compute_type=compute_type,
                                   cpu_threads=threads or min(os.cpu_count() or 1, 4))
 
@@ -147,6 +158,7 @@ class LongformTranscriber:
             log_prob_threshold=-1.0 if self.guards else None,
             no_speech_threshold=0.6 if no_speech_rule and self.guards else None,
             condition_on_previous_text=False, word_timestamps=True, vad_filter=vad,
+            suppress_tokens=list(self.suppress),
             vad_parameters={"min_silence_duration_ms": 2000, "speech_pad_ms": 400} if vad else None)
         words = [Word(w.word, float(w.start), float(w.end), float(w.probability))
                  for s in segments for w in (s.words or [])]

@@ -216,10 +216,15 @@ def extract(words: Sequence[Word], lang: str, keep_text: bool = False) -> Tuple[
 
 
 def merge_events(text_events: Sequence[Event], detected: Sequence[Event], tolerance: float = 0.5) -> List[Event]:
-    """Text events plus the detector's, a detected event dropped when a text event of the
-    same tag lies within ``tolerance`` seconds of it (the text event's place is exact)."""
-    def near(a: Event, b: Event) -> bool:
-        return a.tag == b.tag and a.start - tolerance <= b.end and b.start - tolerance <= a.end
+    """Text events plus the detector's, where they meet (within ``tolerance`` seconds):
 
-    kept = [d for d in detected if not any(near(t, d) for t in text_events)]
-    return sorted(list(text_events) + kept, key=lambda e: (e.start, e.end, e.tag))
+    - same tag: the detected event is dropped (the text event's place is exact);
+    - another tag: the text event is dropped (the detector is the specialist of the class;
+      Whisper writes "(coughs)" for a gasp as readily as for a cough).
+    """
+    def near(a: Event, b: Event) -> bool:
+        return a.start - tolerance <= b.end and b.start - tolerance <= a.end
+
+    text = [t for t in text_events if not any(near(t, d) and d.tag != t.tag for d in detected)]
+    kept = [d for d in detected if not any(near(t, d) and d.tag == t.tag for t in text)]
+    return sorted(text + kept, key=lambda e: (e.start, e.end, e.tag))
