@@ -1,7 +1,7 @@
 """The table of hostile-but-fair inputs, one row per malformed case, for every
 entry point: ``chorus-score`` (each subcommand), ``chorus-prep`` (each corpus),
 ``chorus-synth``, ``chorus-sqa``, ``chorus-datadir``,
-``pyutils.asr.decode_dir``, the shell tools in ``utils/`` and each recipe's
+``pyutils.asr.decode_dir``, ``pyutils.asr.cascade``, the shell tools in ``utils/`` and each recipe's
 ``run.sh`` options.
 
 A case makes its files under a folder of its own and returns the command, the
@@ -907,6 +907,51 @@ def _fake_asr_exp(d: Path) -> Path:
     write(exp / "valid.acc.ave.pth", b"junk")
     write(exp / "recipe_options.sh", "lang=en\ntoken_type=bpe\nnbpe=10\nnvv_tags=true\nfs=16000\n")
     return exp
+
+
+# ----------------------------------------------------------------- pyutils.asr.cascade
+def cascade(*args):
+    return py("pyutils.asr.cascade", *args)
+
+
+for _name, _row in [
+        ("unknown-tag", {"utt_id": "a", "tag": "giggle", "start": 0.1, "end": 0.2}),
+        ("end-before-start", {"utt_id": "a", "tag": "laugh", "start": 0.3, "end": 0.2}),
+        ("start-not-number", {"utt_id": "a", "tag": "laugh", "start": "0.1", "end": 0.2}),
+        ("start-missing", {"utt_id": "a", "tag": "laugh", "end": 0.2}),
+        ("utt-id-empty", {"utt_id": " ", "tag": "laugh", "start": 0.1, "end": 0.2}),
+        ("row-is-list", ["a", "laugh", 0.1, 0.2])]:
+    CASES.append(Case(f"cascade-events-{_name}", (lambda row: lambda d: Expect(
+        cascade("--audio-dir", wav(d / "clips" / "a.wav").parent, "--lang", "en", "--jsonl", d / "o.jsonl",
+                "--events", jsonl(d / "ev.jsonl", [{"utt_id": "a", "tag": "cough", "start": 0, "end": 0.1}, row])),
+        where=f"{d / 'ev.jsonl'}:2"))(_row)))
+
+
+@case("cascade-events-nonutf8")
+def _(d):
+    ev = write(d / "ev.jsonl", b'{"utt_id": "a", "tag": "cough", "start": 0, "end": 1}\n{"utt_id": "' + LATIN1 + b'"}\n')
+    return Expect(cascade("--audio-dir", wav(d / "clips" / "a.wav").parent, "--lang", "en",
+                          "--jsonl", d / "o.jsonl", "--events", ev), where=f"{ev}:2")
+
+
+@case("cascade-wav-scp-missing")
+def _(d):
+    return Expect(cascade("--wav-scp", d / "nope.scp", "--lang", "en", "--jsonl", d / "o.jsonl"),
+                  where=str(d / "nope.scp"))
+
+
+@case("cascade-audio-dir-empty")
+def _(d):
+    (d / "clips").mkdir()
+    return Expect(cascade("--audio-dir", d / "clips", "--lang", "zh", "--jsonl", d / "o.jsonl"),
+                  where=str(d / "clips"))
+
+
+@case("cascade-jsonl-is-events")
+def _(d):
+    ev = jsonl(d / "ev.jsonl", [{"utt_id": "a", "tag": "cough", "start": 0, "end": 0.1}])
+    return Expect(cascade("--audio-dir", wav(d / "clips" / "a.wav").parent, "--lang", "en",
+                          "--jsonl", ev, "--events", ev), where=str(ev))
 
 
 # ----------------------------------------------------------------- utils/*.sh

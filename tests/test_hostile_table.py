@@ -29,7 +29,7 @@ def test_the_table_covers_every_entry_point():
     names = [c.name for c in hostile_cases.CASES]
     for prefix in ["score-track1", "score-sqa", "score-nvbench", "score-vc-", "score-validate-track1",
                    "score-package", "score-validate-track2", "score-validate-vc", "synth-nvv", "synth-sqa",
-                   "synth-vc", "sqa-", "datadir-", "decode_dir-", "utils-run.pl", "utils-slurm.pl",
+                   "synth-vc", "sqa-", "datadir-", "decode_dir-", "cascade-", "utils-run.pl", "utils-slurm.pl",
                    "utils-fork_recipe"]:
         assert any(n.startswith(prefix) for n in names), prefix
     from pyutils.corpora.cli import CORPORA

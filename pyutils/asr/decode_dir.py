@@ -16,8 +16,10 @@ the model's recipe dir (ESPnet's config.yaml holds paths relative to it) with
 ``--skip_train true``; all intermediate files go to ``--work-dir`` (default: next to
 ``--out``), nothing is written into the model's exp dir. ``--out`` gets one line
 ``<utt_id> <tagged transcript>`` per entry of the wav.scp (empty when nothing was
-recognised), in the official Track 1 form. The language and token settings come from
-``<asr-exp>/recipe_options.sh``, written when the model was trained.
+recognised), in the official Track 1 form. Recordings longer than ``--max-segment`` (28 s)
+are split at pauses into parts that fit Whisper's 30 s window, decoded, and their texts
+joined (``pyutils.asr.long_segments``), so nothing after 30 s is lost. The language and
+token settings come from ``<asr-exp>/recipe_options.sh``, written when the model was trained.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import shutil
 import subprocess
 import sys
 
-from pyutils.cli_types import positive_int
+from pyutils.cli_types import non_negative_float, positive_int
 
 
 class DecodeDirError(Exception):
@@ -89,6 +91,10 @@ def _main(argv=None) -> int:
     p.add_argument("--inference-config", default=None, help="default: the recipe's conf/decode_asr.yaml")
     p.add_argument("--inference-model", default="valid.acc.ave.pth")
     p.add_argument("--gpu", action="store_true", help="decode on GPU")
+    p.add_argument("--max-segment", type=non_negative_float, default=28.0,
+                   help="split longer recordings at pauses into parts of at most this many seconds, decode "
+                        "each, join the texts (0: no split; Whisper models see 30 s); not with a --data-dir "
+                        "that has its own segments")
     a = p.parse_args(argv)
 
     exp = os.path.abspath(a.asr_exp)
@@ -123,8 +129,11 @@ def _main(argv=None) -> int:
     data = os.path.join(work, "data", name)
     os.makedirs(data, exist_ok=True)
     shutil.copyfile(wav_scp, os.path.join(data, "wav.scp"))
+    segments = None
     if src_dir and os.path.isfile(os.path.join(src_dir, "segments")):
         shutil.copyfile(os.path.join(src_dir, "segments"), os.path.join(data, "segments"))
+    elif a.max_segment > 0:
+        segments = plan_long_inputs(wav_scp, os.path.join(data, "segments"), a.max_segment)
 
     cmd = ["bash", "local/nvv_asr.sh"]
     for key, value in recipe_opts.items():
@@ -145,30 +154,70 @@ def _main(argv=None) -> int:
         return r.returncode
     hyp = os.path.join(work, "decode", name, "text")
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    shutil.copyfile(hyp, out + ".tmp")
-    os.replace(out + ".tmp", out)
+    if segments:
+        from pyutils.asr.long_segments import join_hypotheses
+        from pyutils.datadir.io import write_kv
+
+        write_kv(out, join_hypotheses(read_kv(hyp, allow_empty_value=True), segments))
+    else:
+        shutil.copyfile(hyp, out + ".tmp")
+        os.replace(out + ".tmp", out)
     print(f"decode_dir: wrote {out}", file=sys.stderr)
     if a.jsonl:
-        r = subprocess.run(["chorus-score", "package-track1", "--text", out, "--ref-ids", wav_scp,
-                            "--out", os.path.abspath(a.jsonl)])
+        # the scorer of this interpreter (chorus-score need not be on PATH)
+        r = subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "package-track1", "--text", out,
+                            "--ref-ids", wav_scp, "--out", os.path.abspath(a.jsonl)])
         if r.returncode != 0:
             return r.returncode
         print(f"decode_dir: wrote {a.jsonl} (Track 1 JSONL)", file=sys.stderr)
     return 0
 
 
+def plan_long_inputs(wav_scp: str, segments_path: str, max_s: float):
+    """Kaldi ``segments`` splitting the recordings of ``wav_scp`` longer than ``max_s`` at pauses
+    (:mod:`pyutils.asr.long_segments`); None (no file written) when every recording fits."""
+    from pyutils.asr.long_segments import segments_for
+    from pyutils.datadir.io import AudioReadError, read_kv, read_wav_scp_entry, wav_scp_entry_duration
+
+    entries = read_kv(wav_scp)
+    durations = {}
+    for utt, entry in entries.items():
+        try:
+            durations[utt] = wav_scp_entry_duration(entry)
+        except (AudioReadError, OSError, ValueError):
+            durations[utt] = 0.0  # stage 2 reports it and decodes silence instead
+    if max(durations.values()) <= max_s:
+        return None
+
+    def audio_of(utt):
+        x, sr = read_wav_scp_entry(entries[utt])
+        return (x.mean(axis=1) if x.ndim == 2 else x), sr
+
+    try:
+        segs = segments_for(durations, audio_of, max_s)
+    except (AudioReadError, ValueError) as exc:
+        raise DecodeDirError(f"{wav_scp}: {exc}") from None
+    with open(segments_path + ".tmp", "w", encoding="utf-8") as f:
+        for seg, (rec, start, end) in segs.items():
+            f.write(f"{seg} {rec} {start:.3f} {end:.3f}\n" if end >= 0 else f"{seg} {rec} 0 -1\n")
+    os.replace(segments_path + ".tmp", segments_path)
+    n_long = sum(d > max_s for d in durations.values())
+    print(f"decode_dir: {n_long} recordings longer than {max_s:g} s split at pauses into "
+          f"{len(segs) - (len(durations) - n_long)} parts (joined after decoding)", file=sys.stderr)
+    return segs
+
+
 AUDIO_EXTS = (".wav", ".flac", ".mp3", ".ogg", ".opus")
 
 
-def write_audio_dir_scp(folder: str, scp: str) -> int:
-    """wav.scp of every audio file under ``folder`` (libsndfile reads all of AUDIO_EXTS;
-    stage 2 resamples to 16 kHz mono). Ids are file stems and must be unique."""
-    from pyutils.datadir.io import write_kv
-
+def audio_dir_entries(folder: str) -> dict:
+    """``{file stem: absolute path}`` of every audio file under ``folder`` (any of AUDIO_EXTS);
+    ids must be unique and without spaces."""
     if not os.path.isdir(folder):
         raise DecodeDirError(f"--audio-dir {folder} is not a directory")
     found: dict = {}
-    for root, _, files in os.walk(folder):
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
         for f in sorted(files):
             stem, ext = os.path.splitext(f)
             if ext.lower() not in AUDIO_EXTS:
@@ -181,6 +230,15 @@ def write_audio_dir_scp(folder: str, scp: str) -> int:
             found[stem] = path
     if not found:
         raise DecodeDirError(f"no audio ({', '.join(AUDIO_EXTS)}) under {folder}")
+    return dict(sorted(found.items(), key=lambda kv: kv[0].encode()))
+
+
+def write_audio_dir_scp(folder: str, scp: str) -> int:
+    """wav.scp of every audio file under ``folder`` (libsndfile reads all of AUDIO_EXTS;
+    stage 2 resamples to 16 kHz mono). Ids are file stems and must be unique."""
+    from pyutils.datadir.io import write_kv
+
+    found = audio_dir_entries(folder)
     write_kv(scp, found)
     return len(found)
 
