@@ -132,3 +132,44 @@ def test_corpus_records_where_speech_came_from(tmp_path):
               "--num-train", "2", "--num-dev", "1", "--num-test", "1"])
     rows = (old / "speech" / "train.jsonl").read_text(encoding="utf-8").splitlines()
     assert all(json.loads(l)["engine"].split()[0] in ("espeak-ng", "flite") for l in rows)
+
+
+needs_gcin = pytest.mark.skipif(not Path("/usr/share/gcin-voice/ogg").is_dir(),
+                                reason="Debian gcin-voice not installed")
+
+
+def test_zhuyin_keys_follow_gcin_names():
+    from pyutils.synth.syllable_voice import zhuyin
+
+    keys = zhuyin("你好。我们走吧")
+    assert keys[0] == ("ㄋㄧ", "ㄋㄧ2")          # third-tone sandhi: 你好 = ni2 hao3
+    assert keys[1] == ("ㄏㄠ", "ㄏㄠ3") and keys[2] == ("。", None)
+    assert keys[-1][1] == "ㄅㄚ1"                 # neutral tone -> digit 1
+    assert keys[3][1] == "ㄨㄛ3"
+
+
+def test_gcin_missing_names_the_package(monkeypatch, tmp_path):
+    from pyutils.synth import syllable_voice
+
+    monkeypatch.setattr(syllable_voice, "GCIN_DIR", str(tmp_path))
+    with pytest.raises(voice_bank.VoiceBankError, match="gcin-voice"):
+        voice_bank.check_engines(voice_bank.bank_voices("zh", 2))
+
+
+@needs_gcin
+def test_gcin_voices_are_deterministic_and_cover_the_grammar():
+    from pyutils.synth.sentences import split_pool
+    from pyutils.synth.syllable_voice import coverage, speak_gcin
+
+    vs = voice_bank.bank_voices("zh", 12)
+    assert {v["engine"] for v in vs} == {"gcin"} and len({_timbre(v) for v in vs}) == 12
+    a = speak_gcin("今天天气很好。", vs[0])
+    assert np.array_equal(a, speak_gcin("今天天气很好。", vs[0])) and a.dtype == np.float32
+    assert 6 * 0.2 < len(a) / 16000 < 6 * 0.8
+    fast = speak_gcin("今天天气很好。", dict(vs[0], warp=1.2, speed=1.2))
+    assert len(fast) < 0.9 * len(a)
+    have = total = 0
+    for s in split_pool("zh", {"train": 60, "dev": 0, "test": 20}, 0)["test"]:
+        h, t = coverage(s)
+        have, total = have + h, total + t
+    assert total > 100 and have / total > 0.97

@@ -7,12 +7,16 @@ set -euo pipefail
 # unicode-cldr-core: CLDR words and phrases of ~700 locales, the text of the offline mini
 # corpus of any language a recipe is forked for (pyutils/synth/cldr_text.py).
 # gcc + python3-dev: the optional C part of chorus-score track1 (make -C tools native).
-pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev)
+# gcin-voice: recorded Mandarin syllables, the zh voices of the voice bank
+# (pyutils/synth/syllable_voice.py; GPL-3/LGPL-3 and CC-BY-3.0, see pyutils/synth/README.md).
+pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev
+      gcin-voice)
 declare -A probe=([espeak-ng]=espeak-ng [sox]=sox [flite]=flite [ffmpeg]=ffmpeg [gcc]=gcc)
 py_include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || echo /nonexistent)
 declare -A probe_file=([pocketsphinx-testdata]=/usr/share/pocketsphinx/test/data/librivox/transcription
                        [unicode-cldr-core]=/usr/share/unicode/cldr/common/supplemental/likelySubtags.xml
-                       [python3-dev]="${py_include}/Python.h")
+                       [python3-dev]="${py_include}/Python.h"
+                       [gcin-voice]=/usr/share/gcin-voice/ogg/ㄅㄚ/3.ogg)
 missing=()
 for p in "${!probe[@]}"; do command -v "${probe[$p]}" >/dev/null || missing+=("$p"); done
 for p in "${!probe_file[@]}"; do [ -f "${probe_file[$p]}" ] || missing+=("$p"); done

