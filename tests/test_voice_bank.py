@@ -162,7 +162,7 @@ def test_gcin_voices_are_deterministic_and_cover_the_grammar():
     from pyutils.synth.syllable_voice import coverage, speak_gcin
 
     vs = voice_bank.bank_voices("zh", 12)
-    assert {v["engine"] for v in vs} == {"gcin"} and len({_timbre(v) for v in vs}) == 12
+    assert {(v["engine"], v["name"]) for v in vs} == {("gcin", "3")} and len({_timbre(v) for v in vs}) == 12
     a = speak_gcin("今天天气很好。", vs[0])
     assert np.array_equal(a, speak_gcin("今天天气很好。", vs[0])) and a.dtype == np.float32
     assert 6 * 0.2 < len(a) / 16000 < 6 * 0.8
