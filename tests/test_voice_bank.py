@@ -173,3 +173,12 @@ def test_gcin_voices_are_deterministic_and_cover_the_grammar():
         h, t = coverage(s)
         have, total = have + h, total + t
     assert total > 100 and have / total > 0.97
+
+
+def test_speech_cache_that_is_a_file_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "cache"
+    blocker.write_text("x")
+    rc = cli.main(["nvv", "--lang", "zh", "--preset", "ci", "--out", str(tmp_path / "c"),
+                   "--speech-cache", str(blocker), "--num-train", "2", "--num-dev", "1", "--num-test", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and str(blocker) in err and "not a folder" in err

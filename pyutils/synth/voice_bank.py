@@ -427,6 +427,8 @@ def cache_dir_from_args(args) -> Optional[str]:
     value = getattr(args, "speech_cache", None) or os.environ.get("CHORUS_SPEECH_CACHE")
     if value == "none":
         return None
-    if value:
-        return os.path.abspath(value)
-    return os.path.join(os.path.dirname(os.path.abspath(args.out)), "speech_cache")
+    path = os.path.abspath(value) if value else os.path.join(os.path.dirname(os.path.abspath(args.out)),
+                                                                 "speech_cache")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise VoiceBankError(f"--speech-cache {path}: exists and is not a folder")
+    return path
