@@ -296,10 +296,10 @@ def source(voice: dict) -> dict:
 
 # ---------------------------------------------------------------- inventory
 #: English bank, most distinct first: (engine, name, speed, warp). The judge's WER on whole
-#: sentences (benchmarks/corpus_voices.py) was 0-4 % for piper joe at every warp, 5-8 % for
-#: jm_kumo, jf_gongitsune and the jm_kumo mixes, 11-14 % for jf_nezumi/jf_tebukuro and
-#: 14-32 % for jf_alpha alone, so jf_alpha appears only mixed with jm_kumo, and piper
-#: holds 3 of the first 8 voices and 4 of the first 12.
+#: sentences (benchmarks/corpus_voices.py; README) was 0-4 % for piper joe at every warp,
+#: 0-8 % for jm_kumo, jf_gongitsune and the jm_kumo mixes, 11-13 % for jf_nezumi and
+#: jf_tebukuro, 14-32 % for jf_alpha alone, so jf_alpha appears only mixed with jm_kumo,
+#: and piper holds 3 of the first 8 voices and 4 of the first 12.
 _EN_BASE = [
     ("piper", "en_US-joe-medium", 1.0, 1.0),
     ("kokoro", "jm_kumo", 1.0, 1.0),
