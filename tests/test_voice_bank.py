@@ -92,7 +92,7 @@ def test_cache_roundtrip_and_keys(tmp_path, monkeypatch):
     voice_bank.speak_cached("hello", v, None)
     assert calls == ["hello there", "hello there", "hello", "hello"]
     c = voice_bank.SpeechCache(str(tmp_path))
-    assert c.key(v, "a") != c.key(v, "b") != c.key(dict(v, name="jm_kumo"), "b")
+    assert c.key(v, "a") != c.key(v, "b") != c.key(dict(v, name=v["name"] + "+jf_nezumi:0.1"), "b")
     files = list(tmp_path.rglob("*.npy"))
     assert len(files) == 2 and not list(tmp_path.rglob(".*"))   # no temp file left
     files[0].write_bytes(b"garbage")                              # unreadable entry: rendered again
