@@ -10,7 +10,10 @@ set -euo pipefail
 # hedgewars-data, openarena-081-players, fillets-ng-data: recorded nonverbal vocalisations of game
 # voices, the NVV sound bank of the mini corpus (make -C tools nvv_bank, pyutils/synth/nvv_bank.py).
 # (installed without their Recommends: the games themselves are not needed)
-pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev)
+# gcin-voice: recorded Mandarin syllables, the zh voices of the voice bank
+# (pyutils/synth/syllable_voice.py; GPL-3/LGPL-3 and CC-BY-3.0, see pyutils/synth/README.md).
+pkgs=(espeak-ng sox libsox-fmt-all flite ffmpeg libsndfile1 pocketsphinx-testdata unicode-cldr-core gcc python3-dev
+      gcin-voice)
 data_pkgs=(hedgewars-data openarena-081-players fillets-ng-data)
 declare -A probe=([espeak-ng]=espeak-ng [sox]=sox [flite]=flite [ffmpeg]=ffmpeg [gcc]=gcc)
 py_include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || echo /nonexistent)
@@ -19,7 +22,8 @@ declare -A probe_file=([pocketsphinx-testdata]=/usr/share/pocketsphinx/test/data
                        [python3-dev]="${py_include}/Python.h"
                        [hedgewars-data]=/usr/share/games/hedgewars/Data/Sounds/voices/Default/Laugh.ogg
                        [openarena-081-players]=/usr/share/games/openarena/baseoa/pak2-players.pk3
-                       [fillets-ng-data]=/usr/share/games/fillets-ng/sound/viking2/en/dr-7-sm1.ogg)
+                       [fillets-ng-data]=/usr/share/games/fillets-ng/sound/viking2/en/dr-7-sm1.ogg
+                       [gcin-voice]=/usr/share/gcin-voice/ogg/ㄅㄚ/3.ogg)
 missing=()
 for p in "${!probe[@]}"; do command -v "${probe[$p]}" >/dev/null || missing+=("$p"); done
 for p in "${!probe_file[@]}"; do [ -f "${probe_file[$p]}" ] || missing+=("$p"); done

@@ -12,8 +12,10 @@ small corpus with exact labels from a seed:
 * ``vc``   – multi-speaker Vietnamese speech split like VLSP 2025 VC
   (:mod:`pyutils.synth.vc_corpus`).
 
-Speech comes from espeak-ng and flite (:mod:`pyutils.synth.speech`), NVV events
-from small procedural recipes (:mod:`pyutils.synth.nvv_sounds`).
+Speech comes from the voice bank (:mod:`pyutils.synth.voice_bank`: piper and Kokoro
+neural voices for English, recorded gcin syllables for Mandarin) in the nvv corpus, and
+from espeak-ng and flite (:mod:`pyutils.synth.speech`) elsewhere and with
+``--voices espeak``; NVV events from small procedural recipes (:mod:`pyutils.synth.nvv_sounds`).
 """
 
 SAMPLE_RATE = 16000

@@ -37,7 +37,7 @@ DEFAULT_BANK_WEIGHT = 4
 #: arguments that change the corpus (``--nj``/``--cmd`` do not)
 IDENTITY = {
     "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "nvv_sounds",
-            "nvv_bank_weight"),
+            "nvv_bank_weight", "voices"),
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
             "real_prompts"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="with --nvv-sounds bank: draw the tags the bank has (5 of 16) N times as "
                                 "often as the others (default 4: 65%% of the events recorded; 1: all 16 tags equally "
                                 "often, 31%% recorded; pyutils/synth/README.md)")
+            p.add_argument("--voices", choices=["bank", "espeak"], default="bank",
+                           help="bank: neural voices where the voice bank has them (English: piper + "
+                                "Kokoro, pyutils/synth/voice_bank.py; installed by make -C tools voices), "
+                                "espeak-ng elsewhere; espeak: espeak-ng/flite only (the corpora before the bank)")
+            p.add_argument("--speech-cache", default=None,
+                           help="directory of cached neural renderings, shared by presets and runs "
+                                "(default: speech_cache/ beside --out, or $CHORUS_SPEECH_CACHE; 'none': off)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
             p.add_argument("--real-train-copies", type=non_negative_int, default=None,
@@ -293,6 +300,7 @@ def main(argv=None) -> int:
     from pyutils.cli_types import tolerant_output
     tolerant_output()
     from pyutils.synth.io import SynthArgError
+    from pyutils.synth.voice_bank import VoiceBankError
     args = build_parser().parse_args(argv)
     if args.kind == "nvv":
         from pyutils.synth.langs import LanguageNotSupported, require
@@ -323,7 +331,7 @@ def main(argv=None) -> int:
             return 2
     try:
         run(args)
-    except SynthArgError as e:
+    except (SynthArgError, VoiceBankError) as e:
         print(f"chorus-synth {args.kind}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # disk full, permissions, ...: one line, no traceback

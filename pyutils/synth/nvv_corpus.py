@@ -28,7 +28,8 @@ from pyutils.synth import SAMPLE_RATE, preset_sizes
 from pyutils.synth.audio import db_to_amp, silence, write_wav
 from pyutils.synth.nvv_sounds import synthesize
 from pyutils.synth.sentences import boundaries, split_pool, words
-from pyutils.synth.speech import speak_chunks, voices
+from pyutils.synth.speech import NEURAL_ENGINES, speak_chunks, voices
+from pyutils.synth.voice_bank import source as speech_source
 from pyutils.tags import challenge_tags, tag_token
 
 PRESETS = {
@@ -43,7 +44,8 @@ KIND_ID = 11
 
 
 def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
-         nvv_sounds: str = "generated", bank_weight: int = 1) -> List[dict]:
+         nvv_sounds: str = "generated", bank_weight: int = 1, voice_source: str = "bank",
+         speech_cache: str | None = None) -> List[dict]:
     """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
 
     ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
@@ -51,13 +53,16 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
     ``bank_weight`` N > 1 (bank only): each permutation holds the tags the bank has in the
     split N times, the others once, so a share ``N b / (N b + 16 - b)`` of the events is
     recorded for ``b`` bank tags (1: every tag equally frequent, as with generated sounds).
+    ``voice_source``: ``bank`` (neural voices where the voice bank has them,
+    :mod:`pyutils.synth.voice_bank`) or ``espeak`` (espeak-ng/flite only, the old corpora);
+    ``speech_cache``: directory where neural renderings are reused (None: no cache).
     """
     from pyutils.synth.langs import require
 
     require(lang)     # LanguageNotSupported (says what to provide) before any work
     # each train sentence is used by about one utterance: more sentence variety
     pools = split_pool(lang, {s: sizes[s] for s in SPLITS}, seed)
-    vs = voices(lang, n_voices)
+    vs = voices(lang, n_voices, source=voice_source)
     tags = challenge_tags()
     rng = np.random.default_rng([seed, KIND_ID, 0])
     items = []
@@ -99,6 +104,8 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
                           "lang": lang, "spk": v["id"], "voice": v, "sentence": sentence,
                           "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx],
                           **({"nvv_sounds": "bank"} if nvv_sounds == "bank" else {})})
+            if speech_cache and v["engine"] in NEURAL_ENGINES:
+                items[-1]["speech_cache"] = speech_cache
             gidx += 1
     return items
 
@@ -145,7 +152,7 @@ def render(item: dict, out_dir: str) -> dict:
 
     uttseed = int(item["seed"][-1]) * 1000 + int(item["seed"][0])
     chunk_audio = iter(speak_chunks([v for k, v in segs if k == "speech"], lang, item["voice"],
-                                    seed=uttseed))
+                                    seed=uttseed, cache=item.get("speech_cache")))
     audio = [silence(rng.uniform(0.10, 0.30))]
     spans, speech_parts = [], []
     pos = len(audio[0])
@@ -189,7 +196,8 @@ def render(item: dict, out_dir: str) -> dict:
                     "start": round(a / sr, 5), "end": round(b / sr, 5), **prov})
     return {"utt_id": item["utt_id"], "split": item["split"], "spk": item["spk"],
             "lang": lang, "text": tagged_text(units, events, lang),
-            "dur": round(len(y) / sr, 4), "wav": wav, "events": evs}
+            "dur": round(len(y) / sr, 4), "wav": wav, "events": evs,
+            "speech": speech_source(item["voice"])}
 
 
 def write_outputs(out_dir: str, metas: List[dict], lang: str) -> None:
@@ -205,6 +213,9 @@ def write_outputs(out_dir: str, metas: List[dict], lang: str) -> None:
                      for m in rows])
         write_jsonl(f"{out_dir}/events/{split}.jsonl",
                     [{"utt_id": m["utt_id"], "events": m["events"]} for m in rows])
+        # where each utterance's speech came from: engine, package, version, voice, licence
+        write_jsonl(f"{out_dir}/speech/{split}.jsonl",
+                    [{"utt_id": m["utt_id"], "spk": m["spk"], **m["speech"]} for m in rows])
 
 
 # ---------------------------------------------------------------- cli glue
@@ -213,9 +224,14 @@ def sizes_from_args(args) -> Dict[str, int]:
 
 
 def plan_from_args(args) -> List[dict]:
+    from pyutils.synth.voice_bank import cache_dir_from_args, check_engines
+
     p = sizes_from_args(args)
-    return plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),
-                getattr(args, "nvv_bank_weight", 1))
+    items = plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),
+                 getattr(args, "nvv_bank_weight", 1), getattr(args, "voices", "bank"),
+                 cache_dir_from_args(args))
+    check_engines([it["voice"] for it in items])   # a missing voice package: one message, before any work
+    return items
 
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:

@@ -19,6 +19,10 @@ Debian flite package has English voices only, and no other offline engine is ins
 Mandarin: espeak-ng's ``cmn`` voice falls back to English for many Hanzi,
 so Chinese text is converted to tone-numbered pinyin with pypinyin and
 spoken by the ``cmn-latn-pinyin`` voice.
+
+Neural voices (engines ``piper`` and ``kokoro``) live in :mod:`pyutils.synth.voice_bank`:
+``voices(lang, n, source="bank")`` returns its inventory, and :func:`speak` /
+:func:`speak_chunks` hand those voices to it.
 """
 
 from __future__ import annotations
@@ -53,14 +57,27 @@ def _flite_ok() -> bool:
     return shutil.which("flite") is not None
 
 
-def voices(lang: str, n: int | None = None) -> List[Voice]:
+NEURAL_ENGINES = ("piper", "kokoro")
+SOURCES = ("bank", "espeak")
+
+
+def voices(lang: str, n: int | None = None, source: str = "espeak") -> List[Voice]:
     """The deterministic voice inventory of ``lang`` (``en``, ``zh``, ``vi``, or any
     language espeak-ng has a voice for).
+
+    ``source="bank"`` gives the voice bank's inventory instead (neural voices where it has
+    them, :func:`pyutils.synth.voice_bank.bank_voices`); ``"espeak"`` the espeak-ng/flite one.
 
     The first voices are the most distinct ones (different engines/variants);
     later ones are warped/pitch-shifted derivations.  ``n`` limits (or, by
     cycling through more warps, extends) the list.
     """
+    if source not in SOURCES:
+        raise ValueError(f"unknown voice source {source!r} (one of {', '.join(SOURCES)})")
+    if source == "bank":
+        from pyutils.synth.voice_bank import bank_voices
+
+        return bank_voices(lang, n)
     out: List[Voice] = []
     if lang == "en":
         # flite's four real speakers (16 kHz voices) first, then espeak variants
@@ -167,14 +184,24 @@ def _post(x: np.ndarray, sr: int, voice: Voice, trim: bool) -> np.ndarray:
 
 
 def speak(text: str, lang: str, voice: Union[Voice, str, int] = 0, seed: int = 0,
-          trim: bool = True) -> np.ndarray:
+          trim: bool = True, cache: str | None = None) -> np.ndarray:
     """Synthesise ``text`` -> float32 mono at 16 kHz (leading/trailing silence trimmed).
 
     ``voice`` is a voice dict, a voice id (``"en_s03"``) or an index into
     :func:`voices`.  ``seed`` jitters the speaking rate by up to ±6 %
     (deterministically), so one voice does not always speak at one tempo.
+    A neural voice ignores ``seed`` (its rate jitter comes from the text, so that each
+    (voice, text) renders once) and reuses renderings from the cache dir ``cache``.
     """
     voice = _resolve(voice, lang)
+    if voice["engine"] in NEURAL_ENGINES:
+        from pyutils.synth.voice_bank import speak_cached
+
+        return speak_cached(text, voice, cache)
+    if voice["engine"] == "gcin":
+        from pyutils.synth.syllable_voice import speak_gcin
+
+        return speak_gcin(text, voice)
     spoken = to_pinyin(text) if lang == "zh" else text
     if not spoken.strip():
         return np.zeros(0, dtype=np.float32)
@@ -204,7 +231,7 @@ def _split_on_breaks(x: np.ndarray, sr: int, n: int) -> List[np.ndarray] | None:
 
 
 def speak_chunks(texts: List[str], lang: str, voice: Union[Voice, str, int] = 0,
-                 seed: int = 0, trim: bool = True) -> List[np.ndarray]:
+                 seed: int = 0, trim: bool = True, cache: str | None = None) -> List[np.ndarray]:
     """Synthesise several chunks of one utterance; same result as ``speak`` per chunk.
 
     With espeak-ng all chunks go through ONE process (SSML ``<break>`` between
@@ -213,14 +240,15 @@ def speak_chunks(texts: List[str], lang: str, voice: Union[Voice, str, int] = 0,
     Falls back to one call per chunk if the cut does not give one piece per
     chunk.  (The in-process libespeak-ng API is not used on purpose: its
     output depends on earlier calls in the same process, which would make
-    the corpus depend on how utterances are split into jobs.)
+    the corpus depend on how utterances are split into jobs.)  A neural voice renders
+    each chunk on its own (through the cache ``cache``).
     """
     import html
 
     voice = _resolve(voice, lang)
     spoken = [to_pinyin(t) if lang == "zh" else t for t in texts]
     if voice["engine"] != "espeak" or len(texts) < 2 or not all(s.strip() for s in spoken):
-        return [speak(t, lang, voice, seed, trim) for t in texts]
+        return [speak(t, lang, voice, seed, trim, cache) for t in texts]
     brk = f' <break time="{int(_BREAK_S * 1000)}ms"/> '
     doc = "<speak>" + brk.join(html.escape(s) for s in spoken) + "</speak>"
     x, sr = _espeak(doc, voice, _speed(voice, seed), ssml=True)
