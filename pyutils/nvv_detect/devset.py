@@ -12,7 +12,9 @@ base's transcript (faster-whisper int8, greedy, word timestamps), stored in that
 NVVs: the recorded clips of ``tools/models/nvv_bank`` of the same split (``dev`` or
 ``test``; talker groups disjoint from ``train``, see :mod:`pyutils.synth.nvv_bank`), i.e.
 laugh, cough, moan, hum and gasp. No other tag has a recording, so no other tag is in
-these sets.
+these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.train`)
+cycles through all 16 tags with :func:`pyutils.synth.nvv_bank.event_sound`: a bank train
+clip (speed-perturbed) where the bank has the tag, the generated sound otherwise.
 
 Construction (deterministic: ``numpy.random.default_rng(SEEDS[split])``): each segment
 gives ``--variants`` utterances; variant 0 has no event (ordinary speech, for false
@@ -146,7 +148,7 @@ def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, str, np.nd
         start = t + len(pre)
         pieces += [pre, body, post]
         t += len(pre) + len(body) + len(post)
-        events.append({"tag": tag, "start": round(start / SR, 4), "end": round((start + len(body)) / SR, 4)})
+        events.append({"tag": tag, "start": round(start / SR, 6), "end": round((start + len(body)) / SR, 6)})
         tags_at.setdefault(k, []).append(tag)
     pieces.append(x[prev:])
     toks = []
@@ -160,13 +162,15 @@ def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, str, np.nd
 
 def build(split: str, variants: int = 6) -> List[dict]:
     """The utterances of a split: ``[{"utt_id", "audio", "events", "text", "spk"}]``."""
-    from pyutils.synth.nvv_bank import _clip_audio
+    from pyutils.synth.nvv_bank import _clip_audio, event_sound
+    from pyutils.tags import challenge_tags
 
     if split not in SPLITS:
         raise DevsetError(f"split must be one of {SPLITS}, got {split!r}")
     rng = np.random.default_rng(SEEDS[split])
     clips = bank_clips(split)
     order = list(rng.permutation(len(clips)))
+    all_tags = list(rng.permutation(challenge_tags()))
     nxt = 0
     utts = []
     for seg_id, x, words in segments(split):
@@ -174,11 +178,16 @@ def build(split: str, variants: int = 6) -> List[dict]:
             n_ev = 0 if v == 0 else int(rng.integers(1, 3))
             inserts = []
             for _ in range(n_ev):
-                c = clips[order[nxt % len(order)]]
+                k = int(rng.integers(0, len(words) + 1))
+                if split == "train":        # every tag: bank train clip (speed-perturbed) or generated
+                    tag = all_tags[nxt % len(all_tags)]
+                    audio, prov = event_sound(tag, "train", rng)
+                    inserts.append((k, tag, audio.astype(np.float64), prov.get("clip", "generated")))
+                else:
+                    c = clips[order[nxt % len(order)]]
+                    audio = _clip_audio(c["wav"]).astype(np.float64)
+                    inserts.append((k, c["tag"], audio - audio.mean(), c["clip_id"]))
                 nxt += 1
-                audio = _clip_audio(c["wav"]).astype(np.float64)
-                audio = audio - audio.mean()
-                inserts.append((int(rng.integers(0, len(words) + 1)), c["tag"], audio, c["clip_id"]))
             y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
             for ev, r in zip(events, sorted(inserts, key=lambda r: r[0])):
                 ev["clip"] = r[3]
@@ -224,7 +233,7 @@ def write(utts: List[dict], out: Path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=["dev", "test"], required=True)
+    ap.add_argument("--split", choices=SPLITS, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--variants", type=int, default=6, help="utterances per speech segment (first: no event)")
     a = ap.parse_args(argv)
