@@ -14,7 +14,7 @@ centres within 0.5 s, one to one) of the model and of the naive zero-shot mappin
 
 ``--cascade-tree DIR``: a checkout holding ``pyutils/asr/cascade.py`` (the Track 1
 cascade; not part of this branch). The cascade runs on the real test set without and
-with ``--events`` (the model's events), and ``chorus-score track1`` scores both against
+with ``--events`` (the naive mapping's, then the model's events), and ``chorus-score track1`` scores both against
 the set's ``ref.jsonl``.
 """
 
@@ -106,19 +106,22 @@ def main(argv=None) -> int:
     if a.corpus:
         sets[f"corpus test ({a.corpus.name}, all tags)"] = (None, corpus_utts(a.corpus, "test"))
     det = Detector.load(a.model)
-    feats = Features(hop_s=det.hop_s, context=det.context)
+    feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
-    test_events = None
+    test_events = naive_test_events = None
     for name, (d, utts) in sets.items():
         ref, m_ev, n_ev = detect_all(det, feats, utts)
         lines += table(name, ref, {"model": m_ev, "naive": n_ev})
         if name.startswith("real test"):
             test_events = a.work / "real_test_events.jsonl"
             write_events([e for u in sorted(m_ev) for e in m_ev[u]], str(test_events))
+            naive_test_events = a.work / "real_test_naive_events.jsonl"
+            write_events([e for u in sorted(n_ev) for e in n_ev[u]], str(naive_test_events))
     if a.cascade_tree:
         data = a.work / "real_test"
         rows = []
-        for label, ev in (("cascade, no events", None), ("cascade + detector events", test_events)):
+        for label, ev in (("cascade, no events", None), ("cascade + naive events", naive_test_events),
+                          ("cascade + detector events", test_events)):
             s = run_cascade(a.cascade_tree.resolve(), data.resolve(), ev and ev.resolve(),
                             (a.work / label.replace(" ", "_").replace(",", "").replace("+", "plus")).resolve())
             en = s.get("en") or s

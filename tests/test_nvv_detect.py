@@ -53,7 +53,7 @@ def _arrays(d=6, k=3):
     rng = np.random.default_rng(0)
     return {"W": rng.normal(size=(d, k)), "b": np.zeros(k), "mu": np.zeros(d), "sigma": np.ones(d),
             "classes": np.array(["none", "laugh", "cough"]), "thresholds": np.array([0.5, 0.5]),
-            "hop_s": np.float64(0.24), "context": np.int64(0)}
+            "hop_s": np.float64(0.24), "context": np.int64(0), "feature_ids": np.arange(d)}
 
 
 def test_model_file_round_trip_and_checksum(tmp_path):
@@ -158,3 +158,31 @@ def test_shipped_model_loads_with_checksum():
     det = Detector.load()
     assert det.classes[0] == "none" and len(det.tags) == 16
     assert ((det.thresholds > 0) & (det.thresholds < 1)).all()
+
+
+def test_short_active_region_is_one_event_of_its_dominant_tag():
+    starts = np.arange(10) * 0.24
+    p = np.zeros((10, 2))
+    p[1:4, 0] = [0.7, 0.2, 0.8]      # laugh, cough, laugh in one 3-patch region
+    p[2, 1] = 0.6
+    ev = frames_to_events("u", starts, p, TAGS, [0.5, 0.5])
+    assert [e["tag"] for e in ev] == ["laugh"]
+    p2 = np.zeros((10, 2))
+    p2[0:3, 0], p2[3:8, 1] = 0.9, 0.9  # 8 active patches: longer than MERGE_PATCHES -> two runs
+    assert [e["tag"] for e in frames_to_events("u", starts, p2, TAGS, [0.5, 0.5])] == ["laugh", "cough"]
+
+
+def test_splice_pause_alone_adds_no_event():
+    sr = devset.SR
+    x = np.full(2 * sr, 0.1, dtype=np.float32)
+    words = [["one", 0.1, 0.9], ["two", 1.1, 1.9]]
+    y, events, text = devset.splice(x, words, [(1, None, None)], np.random.default_rng(0))
+    assert events == [] and text == "one two"
+    assert 2 * sr + int(0.3 * sr) <= len(y) <= 2 * sr + int(0.8 * sr)
+
+
+def test_model_feature_ids_must_match_weights():
+    arrays = _arrays()
+    arrays["feature_ids"] = np.arange(5)
+    with pytest.raises(DetectorError, match="inconsistent"):
+        Detector(arrays)

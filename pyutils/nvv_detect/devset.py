@@ -18,8 +18,9 @@ clip (speed-perturbed) where the bank has the tag, the generated sound otherwise
 
 Construction (deterministic: ``numpy.random.default_rng(SEEDS[split])``): each segment
 gives ``--variants`` utterances; variant 0 has no event (ordinary speech, for false
-alarms), the others 1 or 2 events. An event goes to a word boundary ``k`` (0..N, the
-number of words before it): the audio is cut at the middle of the pause between word
+alarms), the others 1 or 2 events; every utterance also gets pauses alone (2 in variant 0,
+1 in the others: 0.3-0.8 s at the noise floor, no event), so that a pause is never a cue.
+An event goes to a word boundary ``k`` (0..N, the number of words before it): the audio is cut at the middle of the pause between word
 ``k-1`` and word ``k`` and ``pause + clip + pause`` is inserted (pauses 0.10-0.25 s of
 the segment's own quietest 10 ms frames' level, as white noise). The clip is scaled to
 ``peak_clip = peak_speech * 10^(g/20)``, ``g ~ U(-6, 0)`` dB. Event times are exact
@@ -43,7 +44,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -128,9 +129,12 @@ def _noise_level(x: np.ndarray) -> float:
     return float(np.percentile(rms, 5)) if len(rms) else 1e-4
 
 
-def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, str, np.ndarray]],
+def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, Optional[str], Optional[np.ndarray]]],
            rng: np.random.Generator) -> Tuple[np.ndarray, List[dict], str]:
-    """Insert ``(boundary k, tag, clip)`` into speech ``x`` -> (audio, events, tagged text)."""
+    """Insert ``(boundary k, tag, clip)`` into speech ``x`` -> (audio, events, tagged text).
+
+    ``clip = None`` inserts a pause alone (0.3-0.8 s of noise at the floor level), no event.
+    """
     cuts = _cut_points(words, len(x))
     floor = max(_noise_level(x), 1e-5)
     peak = float(np.abs(x).max()) or 1.0
@@ -141,6 +145,11 @@ def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, str, np.nd
         pieces.append(x[prev:cuts[k]])
         t += cuts[k] - prev
         prev = cuts[k]
+        if clip is None:                # a pause alone (a negative: silence is no NVV)
+            pause = rng.normal(0, floor, int(rng.uniform(0.3, 0.8) * SR))
+            pieces.append(pause)
+            t += len(pause)
+            continue
         gain = peak * 10 ** (rng.uniform(-6, 0) / 20) / (np.abs(clip).max() + 1e-12)
         pre = rng.normal(0, floor, int(rng.uniform(0.10, 0.25) * SR))
         post = rng.normal(0, floor, int(rng.uniform(0.10, 0.25) * SR))
@@ -188,8 +197,11 @@ def build(split: str, variants: int = 6) -> List[dict]:
                     audio = _clip_audio(c["wav"]).astype(np.float64)
                     inserts.append((k, c["tag"], audio - audio.mean(), c["clip_id"]))
                 nxt += 1
+            for _ in range(2 if v == 0 else 1):
+                inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
             y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
-            for ev, r in zip(events, sorted(inserts, key=lambda r: r[0])):
+            real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
+            for ev, r in zip(events, real):
                 ev["clip"] = r[3]
             utts.append({"utt_id": f"nvvreal_{split}_{seg_id}_v{v}", "spk": f"nvvreal_{seg_id.split('_')[0]}",
                          "audio": y, "events": events, "text": text})

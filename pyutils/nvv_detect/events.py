@@ -6,8 +6,10 @@ Event rows are the ``--events`` input of the Track 1 cascade
 
 Frames to events (:func:`frames_to_events`): patch ``i`` (start ``t_i``, 0.96 s long,
 centre ``c_i = t_i + 0.48``) has per-tag probabilities ``p_i(tag)`` and per-tag
-thresholds ``theta(tag)``; its label is ``argmax_tag p_i(tag) / theta(tag)`` when that ratio
-is >= 1, else none. A run of consecutive patches with the same label is one event:
+thresholds ``theta(tag)``; it is active when ``max_tag p_i(tag) / theta(tag) >= 1``. A region of
+consecutive active patches of at most ``MERGE_PATCHES`` (4: about 1.7 s) is one event of the
+tag with the largest ``sum_i p_i(tag) / theta(tag)`` (one laugh is not cut into laugh, cough,
+laugh); a longer region is cut into runs of the same ``argmax_tag p_i / theta``. An event has
 centre ``c = sum_i p_i c_i / sum_i p_i`` (probability-weighted), half-width
 ``max(0.15, 0.12 n)`` s for ``n`` patches, ``score = max_i p_i``.
 
@@ -28,6 +30,7 @@ from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 import numpy as np
 
 PATCH_S = 0.96
+MERGE_PATCHES = 4
 TOL_S = 0.5
 
 
@@ -37,8 +40,8 @@ def frames_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: S
     if len(starts) == 0:
         return []
     ratio = probs / np.maximum(np.asarray(thresholds, dtype=np.float64), 1e-9)[None, :]
-    best = ratio.argmax(axis=1)
-    label = np.where(ratio[np.arange(len(best)), best] >= 1.0, best, -1)
+    active = ratio.max(axis=1) >= 1.0
+    label = np.where(active, ratio.argmax(axis=1), -1)
     centres = np.asarray(starts, dtype=np.float64) + PATCH_S / 2
     out, i = [], 0
     while i < len(label):
@@ -46,14 +49,22 @@ def frames_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: S
             i += 1
             continue
         j = i
-        while j + 1 < len(label) and label[j + 1] == label[i]:
+        while j + 1 < len(label) and label[j + 1] >= 0:
             j += 1
-        k = int(label[i])
-        p = probs[i:j + 1, k]
-        c = float((p * centres[i:j + 1]).sum() / max(p.sum(), 1e-12))
-        half = max(0.15, 0.12 * (j - i + 1))
-        out.append({"utt_id": utt_id, "tag": tags[k], "start": round(max(0.0, c - half), 3),
-                    "end": round(c + half, 3), "score": round(float(p.max()), 4)})
+        if j - i + 1 <= MERGE_PATCHES:          # one short region: one event, its dominant tag
+            runs = [(i, j, int(ratio[i:j + 1].sum(axis=0).argmax()))]
+        else:
+            runs, a = [], i
+            for b in range(i, j + 1):
+                if b == j or label[b + 1] != label[a]:
+                    runs.append((a, b, int(label[a])))
+                    a = b + 1
+        for a, b, k in runs:
+            p = probs[a:b + 1, k]
+            c = float((p * centres[a:b + 1]).sum() / max(p.sum(), 1e-12))
+            half = max(0.15, 0.12 * (b - a + 1))
+            out.append({"utt_id": utt_id, "tag": tags[k], "start": round(max(0.0, c - half), 3),
+                        "end": round(c + half, 3), "score": round(float(p.max()), 4)})
         i = j + 1
     return out
 

@@ -4,8 +4,9 @@
         [--model pyutils/nvv_detect/nvv_detector.npz] [--naive] [--threads 1]
 
 Features. YAMNet (:mod:`pyutils.audio_tagger`, int8 ONNX) scores 0.96 s log-mel patches
-every ``hop_s`` (0.24 s); the feature of patch ``i`` is its 521 logits
-``l_i = s_out (q_i - z_out)`` stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
+every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out (q_i - z_out)``
+of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
+three scene classes; 76 in all) stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
 (edges repeated), standardised ``z = (f - mu) / sigma`` with the training set's ``mu``,
 ``sigma``. (The int8 export has no embedding output, so the 1024-d embeddings are out of
 reach without editing the graph; the logits are the last layer's affine image of them.)
@@ -20,7 +21,7 @@ scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; 
 for yawn and lipsmack), fixed threshold 0.5.
 
 Model file: one ``.npz`` of plain arrays (``W``, ``b``, ``mu``, ``sigma``, ``classes``,
-``thresholds``, ``hop_s``, ``context``) beside ``<file>.sha256``; loading checks the
+``thresholds``, ``hop_s``, ``context``, ``feature_ids``) beside ``<file>.sha256``; loading checks the
 SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
 """
 
@@ -38,7 +39,12 @@ import numpy as np
 DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
 HOP_S = 0.24
 NAIVE_THRESHOLD = 0.5
-KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context")
+KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context", "feature_ids")
+#: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
+#: breathing, laughter, ... whistling), every class of TAG_CLASSES (Hiss, Snoring, ...) and
+#: three scene classes (measured on the real dev set: all 521 generalise worse to real talkers)
+SCENE_CLASSES = ("Silence", "Music", "Inside, small room")
+N_HUMAN = 72
 
 
 class DetectorError(RuntimeError):
@@ -52,11 +58,14 @@ def sha256_file(path: Path) -> str:
 class Features:
     """YAMNet patch logits with neighbour context (see the module docstring)."""
 
-    def __init__(self, tagger=None, hop_s: float = HOP_S, context: int = 1, num_threads: int = 1):
+    def __init__(self, tagger=None, hop_s: float = HOP_S, context: int = 1, num_threads: int = 1,
+                 feature_ids: Optional[Sequence[int]] = None):
         from pyutils.audio_tagger import YamNet
 
         self.tagger = tagger or YamNet.load(num_threads=num_threads)
         self.hop_s, self.context = hop_s, context
+        self.feature_ids = np.asarray(feature_ids if feature_ids is not None else default_feature_ids(self.tagger),
+                                      dtype=np.int64)
 
     def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
         """Patch start times (s) and (N, 521) logits."""
@@ -75,9 +84,17 @@ class Features:
         return np.concatenate(parts, axis=1)
 
     def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, stacked features, raw logits)."""
+        """(starts, stacked features of the kept classes, raw (N, 521) logits)."""
         t, lg = self.logits(x, sr)
-        return t, self.stack(lg), lg
+        return t, self.stack(lg[:, self.feature_ids]), lg
+
+
+def default_feature_ids(tagger) -> List[int]:
+    """Indices of the kept AudioSet classes (see :data:`SCENE_CLASSES`)."""
+    from pyutils.audio_tagger import TAG_CLASSES
+
+    names = [c for cs in TAG_CLASSES.values() for c in cs] + list(SCENE_CLASSES)
+    return sorted(set(range(N_HUMAN)) | set(tagger.class_ids(names)))
 
 
 class Detector:
@@ -92,10 +109,13 @@ class Detector:
         self.classes = [str(c) for c in arrays["classes"]]
         self.thresholds = arrays["thresholds"].astype(np.float64)
         self.hop_s, self.context = float(arrays["hop_s"]), int(arrays["context"])
+        self.feature_ids = arrays["feature_ids"].astype(np.int64)
         d, k = self.W.shape
         if (self.b.shape != (k,) or self.mu.shape != (d,) or self.sigma.shape != (d,)
                 or len(self.classes) != k or self.classes[0] != "none"
-                or self.thresholds.shape != (k - 1,)):
+                or self.thresholds.shape != (k - 1,)
+                or d != len(self.feature_ids) * (2 * self.context + 1)
+                or not ((self.feature_ids >= 0) & (self.feature_ids < 521)).all()):
             raise DetectorError(f"{path}: model arrays have inconsistent shapes")
 
     @property
@@ -127,7 +147,8 @@ class Detector:
         return {"W": self.W.astype(np.float32), "b": self.b.astype(np.float32),
                 "mu": self.mu.astype(np.float32), "sigma": self.sigma.astype(np.float32),
                 "classes": np.array(self.classes), "thresholds": self.thresholds.astype(np.float32),
-                "hop_s": np.float64(self.hop_s), "context": np.int64(self.context)}
+                "hop_s": np.float64(self.hop_s), "context": np.int64(self.context),
+                "feature_ids": self.feature_ids.astype(np.int64)}
 
     def probs(self, feats: np.ndarray) -> np.ndarray:
         """(N, 17) softmax probabilities of stacked features."""
@@ -205,7 +226,7 @@ def main(argv=None) -> int:
     try:
         det = None if a.naive else Detector.load(a.model)
         feats = Features(hop_s=det.hop_s if det else HOP_S, context=det.context if det else 0,
-                         num_threads=a.threads)
+                         num_threads=a.threads, feature_ids=det.feature_ids if det else None)
         rows = []
         for utt, x, sr in read_scp_audio(a.wav_scp):
             t, f, lg = feats(x, sr)

@@ -18,7 +18,10 @@ overlaps; left out (weight 0) in between.
 Fit: weighted multinomial logistic regression, minimising
 ``L(W, b) = -sum_n w_n log P(y_n | z_n) / sum_n w_n + (lambda / 2) ||W||^2``
 (``lambda`` = ``--l2``) by L-BFGS (scipy), gradient ``Z^T ((P - Y) * w) / sum w + lambda W``;
-class weights ``w_k = clip(N / (K n_k), 0.2, 20)`` (balanced over the ``K`` classes seen).
+weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
+corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
+0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
+ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes).
 
 Thresholds: on the dev utterances (``--real-dev``: real speech + bank dev recordings;
 ``CORPUS/data/dev``: every tag), coordinate ascent over tags (two sweeps, grid 0.10..0.90)
@@ -96,19 +99,21 @@ def featurise(feats: Features, utts: Iterable) -> List[Tuple[str, np.ndarray, np
     return [(u, *feats(x, sr)[:2], ev) for u, x, sr, ev in utts]
 
 
-def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300):
-    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma)."""
+def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
+        balance: float = 0.0, sample_weight: np.ndarray | None = None):
+    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss)."""
     from scipy.optimize import minimize
 
     keep = y >= 0
-    X, y = X[keep], y[keep]
+    sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    X, y, sw = X[keep], y[keep], sw[keep]
     mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
     Z = (X - mu) / sigma
     n, d = Z.shape
     counts = np.bincount(y, minlength=n_classes)
     seen = max(1, int((counts > 0).sum()))
-    cw = np.where(counts > 0, np.clip(n / (seen * np.maximum(counts, 1)), 0.2, 20.0), 0.0)
-    w = cw[y]
+    cw = np.where(counts > 0, np.clip(n / (seen * np.maximum(counts, 1)), 0.2, 20.0) ** balance, 0.0)
+    w = cw[y] * sw
     Y = np.zeros((n, n_classes))
     Y[np.arange(n), y] = 1.0
 
@@ -129,59 +134,72 @@ def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int =
 
 
 def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarray, List[dict]]],
-                    sweeps: int = 2) -> Tuple[np.ndarray, Dict[str, List[int]]]:
-    """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring)."""
+                    real_dev: Sequence[str] = (), sweeps: int = 2
+                    ) -> Tuple[np.ndarray, Dict[str, List[int]]]:
+    """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring).
+
+    A tag with events in the real dev utterances (ids in ``real_dev``) is tuned on those
+    alone; any other tag on the rest (the corpus dev split).
+    """
     probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
     ref = {u: ev for u, _, _, ev in dev}
-    utts = list(ref)
+    real = [u for u in ref if u in set(real_dev)]
+    synth = [u for u in ref if u not in set(real_dev)]
+    real_tags = {e["tag"] for u in real for e in ref[u]}
+    synth_tags = {e["tag"] for u in synth for e in ref[u]}
     tags = det.tags
     th = np.full(len(tags), 0.5)
 
-    def score(th_):
-        hyp = {u: frames_to_events(u, t, p, tags, th_) for u, t, p in probs}
+    def score(th_, utts):
+        keep = set(utts)
+        hyp = {u: frames_to_events(u, t, p, tags, th_) for u, t, p in probs if u in keep}
         c = match_counts(ref, hyp, utts)
         return micro(c)[2], c
 
-    present = {e["tag"] for evs in ref.values() for e in evs}
     for _ in range(sweeps):
         for j, tag in enumerate(tags):
-            if tag not in present:
+            utts = real if tag in real_tags else synth if tag in synth_tags else None
+            if not utts:
                 continue
-            best = (score(th)[0], -th[j], th[j])
+            best = (score(th, utts)[0], -th[j], th[j])
             for g in GRID:
                 trial = th.copy()
                 trial[j] = g
-                best = max(best, (score(trial)[0], -g, g))
+                best = max(best, (score(trial, utts)[0], -g, g))
             th[j] = best[2]
-    return th, score(th)[1]
+    return th, score(th, list(ref))[1]
 
 
 def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
-          l2: float = 1e-2, context: int = 1, log=print) -> Tuple[Detector, dict]:
+          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
+          log=print) -> Tuple[Detector, dict]:
     from pyutils.tags import challenge_tags
 
     t0 = time.time()
     classes = ["none"] + list(challenge_tags())
     feats = Features(hop_s=HOP_S, context=context)
     tr_utts = real_train_utts(train_variants)
+    n_real = len(tr_utts)
     for c in corpora:
         tr_utts += corpus_utts(c, "train")
     tr = featurise(feats, tr_utts)
     dev_utts = [u for d in real_dev for u in devset_dir_utts(d)]
+    real_ids = [u for u, *_ in dev_utts]
     for c in corpora:
         dev_utts += corpus_utts(c, "dev")
     dev = featurise(feats, dev_utts)
     log(f"train: {len(tr)} utterances, dev: {len(dev)}; features {time.time() - t0:.0f} s")
     X = np.concatenate([f for _, _, f, _ in tr])
     y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
-    W, b, mu, sigma, final = fit(X, y, len(classes), l2)
+    sw = np.concatenate([np.full(len(t), real_weight if i < n_real else 1.0) for i, (_, t, _, _) in enumerate(tr)])
+    W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
-                    "context": np.int64(context)})
-    det.thresholds, counts = tune_thresholds(det, dev)
+                    "context": np.int64(context), "feature_ids": feats.feature_ids})
+    det.thresholds, counts = tune_thresholds(det, dev, real_ids)
     report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
-              "dev_utts": len(dev), "l2": l2, "loss": final, "seconds": round(time.time() - t0, 1),
+              "dev_utts": len(dev), "l2": l2, "balance": balance, "real_weight": real_weight, "loss": final, "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
               "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
@@ -200,6 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--train-variants", type=int, default=12)
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--context", type=int, default=1)
+    ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
+    ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -207,7 +227,7 @@ def main(argv=None) -> int:
     from pyutils.synth.nvv_bank import BankError
 
     try:
-        det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context)
+        det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance, a.real_weight)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write
