@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro, prf, write_events  # noqa: E402
-from pyutils.nvv_detect.model import Detector, Features, naive_events  # noqa: E402
+from pyutils.nvv_detect.model import Detector, Features, naive_events, naive_probs  # noqa: E402
 from pyutils.nvv_detect.train import corpus_utts, devset_dir_utts  # noqa: E402
 from pyutils.tags import challenge_tags  # noqa: E402
 
@@ -43,7 +43,7 @@ def detect_all(det: Detector, feats: Features, utts):
     tags = challenge_tags()
     for u, x, sr, ev in utts:
         t, f, lg = feats(x, sr)
-        model_ev[u] = det.events(u, t, f)
+        model_ev[u] = det.events(u, t, f, naive_probs(feats.tagger, lg, det.tags))
         naive_ev[u] = naive_events(feats.tagger, u, t, lg, tags)
         ref[u] = ev
     return ref, model_ev, naive_ev

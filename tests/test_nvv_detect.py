@@ -186,3 +186,18 @@ def test_model_feature_ids_must_match_weights():
     arrays["feature_ids"] = np.arange(5)
     with pytest.raises(DetectorError, match="inconsistent"):
         Detector(arrays)
+
+
+def test_naive_tags_come_from_the_mapping_not_the_classifier():
+    arrays = _arrays()
+    arrays["W"] = np.zeros((6, 3))
+    arrays["b"] = np.array([0.0, 5.0, 0.0])          # the classifier says laugh everywhere
+    arrays["naive_tags"] = np.array([1, 0], dtype=np.int8)   # but laugh is taken from the mapping
+    det = Detector(arrays)
+    starts = np.arange(3) * 0.24
+    feats = np.zeros((3, 6))
+    with pytest.raises(DetectorError, match="naive_p"):
+        det.events("u", starts, feats)
+    assert det.events("u", starts, feats, np.zeros((3, 2))) == []
+    naive_p = np.array([[0.9, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    assert [e["tag"] for e in det.events("u", starts, feats, naive_p)] == ["laugh"]

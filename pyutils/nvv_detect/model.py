@@ -16,12 +16,16 @@ Classifier. Multinomial logistic regression, ``P(k | z) = softmax(W^T z + b)_k``
 ``theta`` (picked on the dev sets) turn probabilities into events
 (:func:`pyutils.nvv_detect.events.frames_to_events`).
 
+Per tag, the detector keeps either the classifier or the naive mapping below
+(``naive_tags``: the tag's classifier F1 on its dev utterances was lower than the mapping's;
+:func:`pyutils.nvv_detect.train.choose_sources`).
+
 Naive baseline (``--naive``): the zero-shot mapping, ``p(tag) = max`` of the sigmoid
 scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; none
 for yawn and lipsmack), fixed threshold 0.5.
 
 Model file: one ``.npz`` of plain arrays (``W``, ``b``, ``mu``, ``sigma``, ``classes``,
-``thresholds``, ``hop_s``, ``context``, ``feature_ids``) beside ``<file>.sha256``; loading checks the
+``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``) beside ``<file>.sha256``; loading checks the
 SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
 """
 
@@ -110,10 +114,11 @@ class Detector:
         self.thresholds = arrays["thresholds"].astype(np.float64)
         self.hop_s, self.context = float(arrays["hop_s"]), int(arrays["context"])
         self.feature_ids = arrays["feature_ids"].astype(np.int64)
+        self.naive_tags = np.asarray(arrays.get("naive_tags", np.zeros(len(self.classes) - 1)), dtype=bool)
         d, k = self.W.shape
         if (self.b.shape != (k,) or self.mu.shape != (d,) or self.sigma.shape != (d,)
                 or len(self.classes) != k or self.classes[0] != "none"
-                or self.thresholds.shape != (k - 1,)
+                or self.thresholds.shape != (k - 1,) or self.naive_tags.shape != (k - 1,)
                 or d != len(self.feature_ids) * (2 * self.context + 1)
                 or not ((self.feature_ids >= 0) & (self.feature_ids < 521)).all()):
             raise DetectorError(f"{path}: model arrays have inconsistent shapes")
@@ -148,7 +153,7 @@ class Detector:
                 "mu": self.mu.astype(np.float32), "sigma": self.sigma.astype(np.float32),
                 "classes": np.array(self.classes), "thresholds": self.thresholds.astype(np.float32),
                 "hop_s": np.float64(self.hop_s), "context": np.int64(self.context),
-                "feature_ids": self.feature_ids.astype(np.int64)}
+                "feature_ids": self.feature_ids.astype(np.int64), "naive_tags": self.naive_tags.astype(np.int8)}
 
     def probs(self, feats: np.ndarray) -> np.ndarray:
         """(N, 17) softmax probabilities of stacked features."""
@@ -158,10 +163,21 @@ class Detector:
         e = np.exp(a)
         return e / e.sum(axis=1, keepdims=True)
 
-    def events(self, utt_id: str, starts: np.ndarray, feats: np.ndarray) -> List[dict]:
+    def events(self, utt_id: str, starts: np.ndarray, feats: np.ndarray,
+               naive_p: Optional[np.ndarray] = None) -> List[dict]:
+        """Events of the model's tags, plus the naive mapping's for the tags in ``naive_tags``
+        (``naive_p``: :func:`naive_probs` of the same patches, needed when any tag is naive)."""
         from pyutils.nvv_detect.events import frames_to_events
 
-        return frames_to_events(utt_id, starts, self.probs(feats)[:, 1:], self.tags, self.thresholds)
+        th = np.where(self.naive_tags, np.inf, self.thresholds)
+        out = frames_to_events(utt_id, starts, self.probs(feats)[:, 1:], self.tags, th)
+        if self.naive_tags.any():
+            if naive_p is None:
+                raise DetectorError("this model takes some tags from the naive mapping: pass naive_p")
+            keep = np.flatnonzero(self.naive_tags)
+            out += frames_to_events(utt_id, starts, naive_p[:, keep], [self.tags[k] for k in keep],
+                                    [NAIVE_THRESHOLD] * len(keep))
+        return sorted(out, key=lambda e: (e["start"], e["tag"]))
 
 
 def save_arrays(arrays: Dict[str, np.ndarray], path: Path) -> None:
@@ -231,7 +247,7 @@ def main(argv=None) -> int:
         for utt, x, sr in read_scp_audio(a.wav_scp):
             t, f, lg = feats(x, sr)
             rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if a.naive
-                     else det.events(utt, t, f))
+                     else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))
         write_events(rows, a.out)
     except (DetectorError, TaggerError, OSError, ValueError) as e:
         print(f"nvv_detect: error: {e}", file=sys.stderr)

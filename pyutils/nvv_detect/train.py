@@ -26,7 +26,9 @@ ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept
 Thresholds: on the dev utterances (``--real-dev``: real speech + bank dev recordings;
 ``CORPUS/data/dev``: every tag), coordinate ascent over tags (two sweeps, grid 0.10..0.90)
 of the micro event F1 of :func:`pyutils.nvv_detect.events.match_counts`; a tag with no dev
-event keeps 0.5. Never tuned on a test set.
+event keeps 0.5. Then, per tag, the naive zero-shot mapping replaces the classifier where
+its event F1 on the same dev utterances is higher (:func:`choose_sources`). Never tuned on a
+test set.
 """
 
 from __future__ import annotations
@@ -95,8 +97,47 @@ def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[s
     return y
 
 
-def featurise(feats: Features, utts: Iterable) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
-    return [(u, *feats(x, sr)[:2], ev) for u, x, sr, ev in utts]
+def featurise(feats: Features, utts: Iterable, naive: Dict[str, np.ndarray] | None = None
+              ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
+    """``(utt, starts, features, events)``; with ``naive``, also fills ``{utt: naive_probs}``."""
+    from pyutils.nvv_detect.model import naive_probs
+    from pyutils.tags import challenge_tags
+
+    out = []
+    for u, x, sr, ev in utts:
+        t, f, lg = feats(x, sr)
+        if naive is not None:
+            naive[u] = naive_probs(feats.tagger, lg, challenge_tags())
+        out.append((u, t, f, ev))
+    return out
+
+
+def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str]) -> Dict[str, list]:
+    """Per tag: the naive mapping replaces the classifier when its event F1 on the tag's dev
+    utterances (real dev for the recorded tags, else the corpus dev) is higher. Sets
+    ``det.naive_tags``; returns ``{tag: [F1 model, F1 naive]}``."""
+    from pyutils.nvv_detect.model import NAIVE_THRESHOLD
+
+    ref = {u: ev for u, _, _, ev in dev}
+    real = [u for u in ref if u in set(real_dev)]
+    synth = [u for u in ref if u not in set(real_dev)]
+    real_tags = {e["tag"] for u in real for e in ref[u]}
+    tags = det.tags
+    det.naive_tags = np.zeros(len(tags), dtype=bool)
+    model_hyp = {u: det.events(u, t, f) for u, t, f, _ in dev}
+    chosen = np.zeros(len(tags), dtype=bool)
+    choice = {}
+    for j, tag in enumerate(tags):
+        utts = real if tag in real_tags else synth
+        keep = set(utts)
+        mc = match_counts(ref, {u: h for u, h in model_hyp.items() if u in keep}, utts).get(tag)
+        nc = match_counts(ref, {u: frames_to_events(u, t, naive[u][:, [j]], [tag], [NAIVE_THRESHOLD])
+                                for u, t, _, _ in dev if u in keep}, utts).get(tag)
+        f_m, f_n = prf(*(mc or [0, 0, 0]))[2], prf(*(nc or [0, 0, 0]))[2]
+        choice[tag] = [round(f_m, 3), round(f_n, 3)]
+        chosen[j] = f_n > f_m
+    det.naive_tags = chosen
+    return choice
 
 
 def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
@@ -187,7 +228,8 @@ def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int
     real_ids = [u for u, *_ in dev_utts]
     for c in corpora:
         dev_utts += corpus_utts(c, "dev")
-    dev = featurise(feats, dev_utts)
+    naive: Dict[str, np.ndarray] = {}
+    dev = featurise(feats, dev_utts, naive)
     log(f"train: {len(tr)} utterances, dev: {len(dev)}; features {time.time() - t0:.0f} s")
     X = np.concatenate([f for _, _, f, _ in tr])
     y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
@@ -196,12 +238,16 @@ def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
                     "context": np.int64(context), "feature_ids": feats.feature_ids})
-    det.thresholds, counts = tune_thresholds(det, dev, real_ids)
+    det.thresholds, _ = tune_thresholds(det, dev, real_ids)
+    sources = choose_sources(det, dev, naive, real_ids)
+    counts = match_counts({u: ev for u, _, _, ev in dev},
+                          {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
     report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
               "dev_utts": len(dev), "l2": l2, "balance": balance, "real_weight": real_weight, "loss": final, "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
-              "dev_counts": counts,
+              "naive_tags": [t for t, n in zip(det.tags, det.naive_tags) if n],
+              "dev_f1_model_naive": sources, "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
               "dev_micro": [round(v, 3) for v in micro(counts)]}
     log(f"fit + thresholds {report['seconds']} s; dev micro P/R/F1 {report['dev_micro']}")
