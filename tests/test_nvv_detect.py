@@ -201,3 +201,16 @@ def test_naive_tags_come_from_the_mapping_not_the_classifier():
     assert det.events("u", starts, feats, np.zeros((3, 2))) == []
     naive_p = np.array([[0.9, 0.0], [0.0, 0.0], [0.0, 0.0]])
     assert [e["tag"] for e in det.events("u", starts, feats, naive_p)] == ["laugh"]
+
+
+def test_overlapping_events_keep_the_naive_tag_then_the_best_ratio():
+    from pyutils.nvv_detect.model import suppress_overlaps
+
+    cough = {"tag": "cough", "start": 1.0, "end": 1.6, "score": 0.9}
+    laugh = {"tag": "laugh", "start": 1.2, "end": 2.0, "score": 0.6}
+    hum = {"tag": "hum", "start": 1.5, "end": 1.9, "score": 0.3}
+    far = {"tag": "hum", "start": 5.0, "end": 5.4, "score": 0.2}
+    kept = suppress_overlaps([((0, 3.6), cough), ((1, 1.2), laugh), ((0, 2.0), hum), ((0, 1.3), far)])
+    assert kept == [laugh, far]
+    assert suppress_overlaps([((0, 2.0), hum), ((0, 3.6), cough)]) == [cough]     # overlap 1.5-1.6 s
+    assert suppress_overlaps([((0, 1.3), far), ((0, 3.6), cough)]) == [cough, far]
