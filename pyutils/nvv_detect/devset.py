@@ -1,0 +1,266 @@
+"""Real-NVV dev and test sets: real speech with real NVV recordings spliced in at word boundaries.
+
+    python -m pyutils.nvv_detect.devset --split dev --out data/nvv_real_dev
+    python -m pyutils.nvv_detect.devset --split test --out data/nvv_real_test
+
+Speech: the real talkers of ``tools/models/real_speech`` (``make -C tools real_speech``),
+cut into segments in pauses between words; ``conf/nvv_detect_speech.json`` gives each
+segment's split (train / dev / test never share a stretch of speech) and the words with
+their times. The clips ship without transcripts: the reference words are frozen Whisper
+base's transcript (faster-whisper int8, greedy, word timestamps), stored in that file.
+
+NVVs: the recorded clips of ``tools/models/nvv_bank`` of the same split (``dev`` or
+``test``; talker groups disjoint from ``train``, see :mod:`pyutils.synth.nvv_bank`), i.e.
+laugh, cough, moan, hum and gasp. No other tag has a recording, so no other tag is in
+these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.train`)
+cycles through all 16 tags with :func:`pyutils.synth.nvv_bank.event_sound`: a bank train
+clip (speed-perturbed) where the bank has the tag, the generated sound otherwise.
+
+Construction (deterministic: ``numpy.random.default_rng(SEEDS[split])``): each segment
+gives ``--variants`` utterances; variant 0 has no event (ordinary speech, for false
+alarms), the others 1 or 2 events; every utterance also gets pauses alone (2 in variant 0,
+1 in the others: 0.3-0.8 s at the noise floor, no event), so that a pause is never a cue.
+An event goes to a word boundary ``k`` (0..N, the number of words before it): the audio is cut at the middle of the pause between word
+``k-1`` and word ``k`` and ``pause + clip + pause`` is inserted (pauses 0.10-0.25 s of
+the segment's own quietest 10 ms frames' level, as white noise). The clip is scaled to
+``peak_clip = peak_speech * 10^(g/20)``, ``g ~ U(-6, 0)`` dB. Event times are exact
+(sample positions of the inserted clip); the reference text has ``[tag]`` after the
+``k``-th word.
+
+Output (a Kaldi data dir): ``wav/<utt>.wav`` (16 kHz PCM16), ``wav.scp``, ``text``
+(tagged reference), ``utt2spk``, ``spk2utt``, ``ref.jsonl`` (Track 1 reference rows
+``{"utt_id", "language": "en", "text_with_nvvs"}``, scored by ``chorus-score track1``),
+``events.jsonl`` (ground truth in the detector's form ``{"utt_id", "tag", "start", "end",
+"clip"}``). All files are written to a temporary dir, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+SPEECH_CONF = REPO / "conf" / "nvv_detect_speech.json"
+SR = 16000
+SEEDS = {"train": 11, "dev": 23, "test": 37}
+SPLITS = tuple(SEEDS)
+
+
+class DevsetError(RuntimeError):
+    """Missing or damaged inputs; the message names the file."""
+
+
+def speech_dir() -> Path:
+    from pyutils.corpora.packaged_speech import DEFAULT_DIR
+
+    return Path(os.environ.get("CHORUS_REAL_SPEECH_DIR", DEFAULT_DIR))
+
+
+def load_speech_conf(path: Path = SPEECH_CONF) -> dict:
+    try:
+        conf = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DevsetError(f"{path}: cannot read the speech segments: {e}") from e
+    for split, segs in conf.get("segments", {}).items():
+        for i, seg in enumerate(segs):
+            if len(seg) != 3 or seg[0] not in conf.get("clips", {}) or not seg[1] < seg[2]:
+                raise DevsetError(f"{path}: segments.{split}[{i}] = {seg!r} is not [clip, t0 < t1]")
+    return conf
+
+
+def _read_clip(name: str, conf: dict) -> np.ndarray:
+    import soundfile as sf
+
+    path = speech_dir() / f"{name}.wav"
+    if not path.is_file():
+        raise DevsetError(f"{path} is missing; run `make -C tools real_speech`")
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != conf["clips"][name]["sha256"]:
+        raise DevsetError(f"{path}: SHA-256 {got} is not the one the word times were made for")
+    x, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    if sr != SR:
+        raise DevsetError(f"{path}: sample rate {sr}, expected {SR}")
+    return x.mean(axis=1)
+
+
+def segments(split: str, conf: dict | None = None) -> List[Tuple[str, np.ndarray, List[list]]]:
+    """``[(segment_id, audio, [[word, start, end], ...])]`` of a split; times relative to the cut."""
+    conf = conf or load_speech_conf()
+    out = []
+    for name, t0, t1 in conf["segments"][split]:
+        x = _read_clip(name, conf)
+        a, b = int(round(t0 * SR)), min(len(x), int(round(t1 * SR)))
+        words = [[w, round(s - t0, 3), round(e - t0, 3)] for w, s, e in conf["clips"][name]["words"]
+                 if s >= t0 - 1e-6 and e <= t1 + 1e-6]
+        out.append((f"{name}_{int(round(t0 * 100)):05d}", x[a:b].copy(), words))
+    return out
+
+
+def bank_clips(split: str) -> List[dict]:
+    from pyutils.synth.nvv_bank import load_index
+
+    clips = [c for (tag, s), rows in sorted(load_index().items()) if s == split for c in rows]
+    if not clips:
+        raise DevsetError(f"the NVV bank has no {split} clips; run `make -C tools nvv_bank`")
+    return sorted(clips, key=lambda c: c["clip_id"])
+
+
+def _cut_points(words: List[list], n: int) -> List[int]:
+    """Sample index of boundary k = 0..N: the middle of the pause before word k."""
+    cuts = [0]
+    for i in range(1, len(words)):
+        cuts.append(int(round(0.5 * (words[i - 1][2] + words[i][1]) * SR)))
+    cuts.append(n)
+    return cuts
+
+
+def _noise_level(x: np.ndarray) -> float:
+    frames = x[: len(x) // 160 * 160].reshape(-1, 160)
+    rms = np.sqrt((frames.astype(np.float64) ** 2).mean(axis=1))
+    return float(np.percentile(rms, 5)) if len(rms) else 1e-4
+
+
+def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, Optional[str], Optional[np.ndarray]]],
+           rng: np.random.Generator) -> Tuple[np.ndarray, List[dict], str]:
+    """Insert ``(boundary k, tag, clip)`` into speech ``x`` -> (audio, events, tagged text).
+
+    ``clip = None`` inserts a pause alone (0.3-0.8 s of noise at the floor level), no event.
+    """
+    cuts = _cut_points(words, len(x))
+    floor = max(_noise_level(x), 1e-5)
+    peak = float(np.abs(x).max()) or 1.0
+    pieces, events, t = [], [], 0
+    prev = 0
+    tags_at: Dict[int, List[str]] = {}
+    for k, tag, clip in sorted(inserts, key=lambda r: r[0]):
+        pieces.append(x[prev:cuts[k]])
+        t += cuts[k] - prev
+        prev = cuts[k]
+        if clip is None:                # a pause alone (a negative: silence is no NVV)
+            pause = rng.normal(0, floor, int(rng.uniform(0.3, 0.8) * SR))
+            pieces.append(pause)
+            t += len(pause)
+            continue
+        gain = peak * 10 ** (rng.uniform(-6, 0) / 20) / (np.abs(clip).max() + 1e-12)
+        pre = rng.normal(0, floor, int(rng.uniform(0.10, 0.25) * SR))
+        post = rng.normal(0, floor, int(rng.uniform(0.10, 0.25) * SR))
+        body = clip * gain
+        start = t + len(pre)
+        pieces += [pre, body, post]
+        t += len(pre) + len(body) + len(post)
+        events.append({"tag": tag, "start": round(start / SR, 6), "end": round((start + len(body)) / SR, 6)})
+        tags_at.setdefault(k, []).append(tag)
+    pieces.append(x[prev:])
+    toks = []
+    for k in range(len(words) + 1):
+        toks += [f"[{tag}]" for tag in tags_at.get(k, [])]
+        if k < len(words):
+            toks.append(words[k][0])
+    y = np.concatenate([p.astype(np.float32) for p in pieces])
+    return np.clip(y, -1, 1), events, " ".join(toks)
+
+
+def build(split: str, variants: int = 6) -> List[dict]:
+    """The utterances of a split: ``[{"utt_id", "audio", "events", "text", "spk"}]``."""
+    from pyutils.synth.nvv_bank import _clip_audio, event_sound
+    from pyutils.tags import challenge_tags
+
+    if split not in SPLITS:
+        raise DevsetError(f"split must be one of {SPLITS}, got {split!r}")
+    rng = np.random.default_rng(SEEDS[split])
+    clips = bank_clips(split)
+    order = list(rng.permutation(len(clips)))
+    all_tags = list(rng.permutation(challenge_tags()))
+    nxt = 0
+    utts = []
+    for seg_id, x, words in segments(split):
+        for v in range(variants):
+            n_ev = 0 if v == 0 else int(rng.integers(1, 3))
+            inserts = []
+            for _ in range(n_ev):
+                k = int(rng.integers(0, len(words) + 1))
+                if split == "train":        # every tag: bank train clip (speed-perturbed) or generated
+                    tag = all_tags[nxt % len(all_tags)]
+                    audio, prov = event_sound(tag, "train", rng)
+                    inserts.append((k, tag, audio.astype(np.float64), prov.get("clip", "generated")))
+                else:
+                    c = clips[order[nxt % len(order)]]
+                    audio = _clip_audio(c["wav"]).astype(np.float64)
+                    inserts.append((k, c["tag"], audio - audio.mean(), c["clip_id"]))
+                nxt += 1
+            for _ in range(2 if v == 0 else 1):
+                inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
+            y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
+            real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
+            for ev, r in zip(events, real):
+                ev["clip"] = r[3]
+            utts.append({"utt_id": f"nvvreal_{split}_{seg_id}_v{v}", "spk": f"nvvreal_{seg_id.split('_')[0]}",
+                         "audio": y, "events": events, "text": text})
+    return utts
+
+
+def write(utts: List[dict], out: Path) -> None:
+    """Kaldi data dir + ref.jsonl + events.jsonl, written to a temp dir and renamed."""
+    import soundfile as sf
+
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / "wav").mkdir()
+        utts = sorted(utts, key=lambda u: u["utt_id"])
+        scp, text, u2s, ref, ev = [], [], [], [], []
+        for u in utts:
+            sf.write(str(tmp / "wav" / f"{u['utt_id']}.wav"), u["audio"], SR, subtype="PCM_16")
+            scp.append(f"{u['utt_id']} {out / 'wav' / (u['utt_id'] + '.wav')}\n")
+            text.append(f"{u['utt_id']} {u['text']}\n")
+            u2s.append(f"{u['utt_id']} {u['spk']}\n")
+            ref.append(json.dumps({"utt_id": u["utt_id"], "language": "en", "text_with_nvvs": u["text"]},
+                                  ensure_ascii=False) + "\n")
+            ev += [json.dumps({"utt_id": u["utt_id"], **e}) + "\n" for e in u["events"]]
+        spk: Dict[str, List[str]] = {}
+        for u in utts:
+            spk.setdefault(u["spk"], []).append(u["utt_id"])
+        files = {"wav.scp": scp, "text": text, "utt2spk": u2s, "ref.jsonl": ref, "events.jsonl": ev,
+                 "spk2utt": [f"{s} {' '.join(ids)}\n" for s, ids in sorted(spk.items())]}
+        for name, lines in files.items():
+            (tmp / name).write_text("".join(lines), encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--split", choices=SPLITS, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--variants", type=int, default=6, help="utterances per speech segment (first: no event)")
+    a = ap.parse_args(argv)
+    from pyutils.synth.nvv_bank import BankError
+
+    try:
+        utts = build(a.split, a.variants)
+        write(utts, a.out)
+    except (DevsetError, BankError, OSError) as e:
+        print(f"nvv_detect.devset: error: {e}", file=sys.stderr)
+        return 1
+    n_ev = sum(len(u["events"]) for u in utts)
+    print(f"nvv_detect.devset: {a.split}: {len(utts)} utterances, {n_ev} events -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

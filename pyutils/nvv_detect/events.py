@@ -1,0 +1,144 @@
+"""Events: frame probabilities -> timed events, event JSONL I/O, and event-level P/R/F1.
+
+Event rows are the ``--events`` input of the Track 1 cascade
+(``pyutils.asr.cascade``): ``{"utt_id", "tag", "start", "end", "score"}`` in seconds,
+``tag`` one of the 16 challenge tags.
+
+Frames to events (:func:`frames_to_events`): patch ``i`` (start ``t_i``, 0.96 s long,
+centre ``c_i = t_i + 0.48``) has per-tag probabilities ``p_i(tag)`` and per-tag
+thresholds ``theta(tag)``; it is active when ``max_tag p_i(tag) / theta(tag) >= 1``. A region of
+consecutive active patches of at most ``MERGE_PATCHES`` (4: about 1.7 s) is one event of the
+tag with the largest ``sum_i p_i(tag) / theta(tag)`` (one laugh is not cut into laugh, cough,
+laugh); a longer region is cut into runs of the same ``argmax_tag p_i / theta``. An event has
+centre ``c = sum_i p_i c_i / sum_i p_i`` (probability-weighted), half-width
+``max(0.15, 0.12 n)`` s for ``n`` patches, ``score = max_i p_i``.
+
+Matching (:func:`match_counts`): per utterance and tag, predicted and reference events
+are paired one to one, best score first, when their intervals overlap or their centres
+are at most ``tol`` s apart (0.5 s: half a YAMNet patch); TP = pairs, FP = unpaired
+predictions, FN = unpaired references; ``P = TP/(TP+FP)``, ``R = TP/(TP+FN)``,
+``F1 = 2PR/(P+R)`` (0 when a denominator is 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+PATCH_S = 0.96
+MERGE_PATCHES = 4
+TOL_S = 0.5
+
+
+def frames_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: Sequence[str],
+                     thresholds: Sequence[float]) -> List[dict]:
+    """Per-patch probabilities ``(N, T)`` over ``tags`` -> event rows (see the module docstring)."""
+    if len(starts) == 0:
+        return []
+    ratio = probs / np.maximum(np.asarray(thresholds, dtype=np.float64), 1e-9)[None, :]
+    active = ratio.max(axis=1) >= 1.0
+    label = np.where(active, ratio.argmax(axis=1), -1)
+    centres = np.asarray(starts, dtype=np.float64) + PATCH_S / 2
+    out, i = [], 0
+    while i < len(label):
+        if label[i] < 0:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(label) and label[j + 1] >= 0:
+            j += 1
+        if j - i + 1 <= MERGE_PATCHES:          # one short region: one event, its dominant tag
+            runs = [(i, j, int(ratio[i:j + 1].sum(axis=0).argmax()))]
+        else:
+            runs, a = [], i
+            for b in range(i, j + 1):
+                if b == j or label[b + 1] != label[a]:
+                    runs.append((a, b, int(label[a])))
+                    a = b + 1
+        for a, b, k in runs:
+            p = probs[a:b + 1, k]
+            c = float((p * centres[a:b + 1]).sum() / max(p.sum(), 1e-12))
+            half = max(0.15, 0.12 * (b - a + 1))
+            out.append({"utt_id": utt_id, "tag": tags[k], "start": round(max(0.0, c - half), 3),
+                        "end": round(c + half, 3), "score": round(float(p.max()), 4)})
+        i = j + 1
+    return out
+
+
+def read_events(path: str) -> Dict[str, List[dict]]:
+    """Event JSONL -> ``{utt_id: [row]}``; a bad row raises ValueError naming ``path:line``."""
+    out: Dict[str, List[dict]] = defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                ok = (isinstance(row, dict) and isinstance(row.get("utt_id"), str)
+                      and isinstance(row.get("tag"), str)
+                      and all(isinstance(row.get(k), (int, float)) and math.isfinite(row[k])
+                              for k in ("start", "end")))
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: not JSON: {e}") from e
+            if not ok:
+                raise ValueError(f"{path}:{n}: need utt_id, tag (strings) and finite start, end")
+            out[row["utt_id"]].append(row)
+    return dict(out)
+
+
+def write_events(rows: Iterable[dict], path: str) -> None:
+    from pyutils.datadir.io import atomic_write
+
+    with atomic_write(path) as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def _centre(e: Mapping) -> float:
+    return 0.5 * (float(e["start"]) + float(e["end"]))
+
+
+def _paired(p: Mapping, r: Mapping, tol: float) -> bool:
+    overlap = min(p["end"], r["end"]) - max(p["start"], r["start"])
+    return overlap > 0 or abs(_centre(p) - _centre(r)) <= tol
+
+
+def match_counts(ref: Mapping[str, List[dict]], hyp: Mapping[str, List[dict]], utts: Iterable[str],
+                 tol: float = TOL_S) -> Dict[str, List[int]]:
+    """``{tag: [TP, FP, FN]}`` over ``utts`` (see the module docstring)."""
+    counts: Dict[str, List[int]] = defaultdict(lambda: [0, 0, 0])
+    for u in utts:
+        r_all, h_all = ref.get(u, []), hyp.get(u, [])
+        for tag in {e["tag"] for e in r_all} | {e["tag"] for e in h_all}:
+            rs = [e for e in r_all if e["tag"] == tag]
+            hs = sorted((e for e in h_all if e["tag"] == tag), key=lambda e: -float(e.get("score", 1.0)))
+            used = [False] * len(rs)
+            tp = 0
+            for h in hs:
+                cands = [(abs(_centre(h) - _centre(r)), i) for i, r in enumerate(rs)
+                         if not used[i] and _paired(h, r, tol)]
+                if cands:
+                    used[min(cands)[1]] = True
+                    tp += 1
+            c = counts[tag]
+            c[0] += tp
+            c[1] += len(hs) - tp
+            c[2] += len(rs) - tp
+    return dict(counts)
+
+
+def prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def micro(counts: Mapping[str, Sequence[int]]) -> Tuple[float, float, float]:
+    tp = sum(c[0] for c in counts.values())
+    fp = sum(c[1] for c in counts.values())
+    fn = sum(c[2] for c in counts.values())
+    return prf(tp, fp, fn)

@@ -1,0 +1,291 @@
+"""Fit the YAMNet NVV detector (:mod:`pyutils.nvv_detect.model`) and pick its thresholds.
+
+    python -m pyutils.nvv_detect.train --corpus CORPUS --real-dev data/nvv_real_dev \\
+        --out pyutils/nvv_detect/nvv_detector.npz [--report train_report.json]
+
+Training utterances (each with exact event times):
+
+* ``CORPUS/data/train`` of a ``chorus-synth nvv`` corpus (``events/train.jsonl``): neural
+  or formant voices with bank train recordings (laugh, cough, moan, hum, gasp) and
+  generated sounds for the other tags, and utterances without any event;
+* the real-speech ``train`` split of :mod:`pyutils.nvv_detect.devset` (``--train-variants``
+  per segment): the real talkers' train stretch with all 16 tags spliced in.
+
+Labels per patch ``[t, t + 0.96]``: the tag of the event with the largest overlap ``o``
+when ``o >= min(0.3, 0.6 d)`` (``d``: the event's duration); ``none`` when no event
+overlaps; left out (weight 0) in between.
+
+Fit: weighted multinomial logistic regression, minimising
+``L(W, b) = -sum_n w_n log P(y_n | z_n) / sum_n w_n + (lambda / 2) ||W||^2``
+(``lambda`` = ``--l2``) by L-BFGS (scipy), gradient ``Z^T ((P - Y) * w) / sum w + lambda W``;
+weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
+corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
+0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
+ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes).
+
+Thresholds: on the dev utterances (``--real-dev``: real speech + bank dev recordings;
+``CORPUS/data/dev``: every tag), coordinate ascent over tags (two sweeps, grid 0.10..0.90)
+of the micro event F1 of :func:`pyutils.nvv_detect.events.match_counts`; a tag with no dev
+event keeps 0.5. Then, per tag, the naive zero-shot mapping replaces the classifier where
+its event F1 on the same dev utterances is higher (:func:`choose_sources`). Never tuned on a
+test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import numpy as np
+
+from pyutils.nvv_detect.events import PATCH_S, frames_to_events, match_counts, micro, prf
+from pyutils.nvv_detect.model import HOP_S, Detector, DetectorError, Features, read_scp_audio
+
+GRID = np.round(np.arange(0.10, 0.901, 0.05), 2)
+
+
+def corpus_utts(corpus: Path, split: str) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
+    """``(utt_id, audio, sr, events)`` of a ``chorus-synth nvv`` corpus split."""
+    scp, evp = corpus / "data" / split / "wav.scp", corpus / "events" / f"{split}.jsonl"
+    if not scp.is_file() or not evp.is_file():
+        raise DetectorError(f"{corpus}: no {scp.name} or {evp.name} for split {split} "
+                            f"(make one with `chorus-synth nvv --out {corpus}`)")
+    events: Dict[str, List[dict]] = {}
+    for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+            events[row["utt_id"]] = list(row["events"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise DetectorError(f"{evp}:{n}: bad events row: {e}") from e
+    return [(u, x, sr, events.get(u, [])) for u, x, sr in read_scp_audio(scp)]
+
+
+def devset_dir_utts(d: Path) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
+    """A data dir written by :func:`pyutils.nvv_detect.devset.write`."""
+    from pyutils.nvv_detect.events import read_events
+
+    ev = read_events(str(d / "events.jsonl"))
+    return [(u, x, sr, ev.get(u, [])) for u, x, sr in read_scp_audio(d / "wav.scp")]
+
+
+def real_train_utts(variants: int) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
+    from pyutils.nvv_detect.devset import SR, build
+
+    return [(u["utt_id"], u["audio"], SR, u["events"]) for u in build("train", variants)]
+
+
+def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[str]) -> np.ndarray:
+    """Class index per patch; -1 = left out (see the module docstring)."""
+    idx = {c: i for i, c in enumerate(classes)}
+    y = np.zeros(len(starts), dtype=np.int64)
+    for i, t in enumerate(starts):
+        best, best_o, any_o = None, 0.0, False
+        for e in events:
+            o = min(t + PATCH_S, e["end"]) - max(t, e["start"])
+            if o > 0:
+                any_o = True
+                if o > best_o:
+                    best, best_o = e, o
+        if best is not None and best_o >= min(0.3, 0.6 * (best["end"] - best["start"])):
+            y[i] = idx[best["tag"]]
+        elif any_o:
+            y[i] = -1
+    return y
+
+
+def featurise(feats: Features, utts: Iterable, naive: Dict[str, np.ndarray] | None = None
+              ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
+    """``(utt, starts, features, events)``; with ``naive``, also fills ``{utt: naive_probs}``."""
+    from pyutils.nvv_detect.model import naive_probs
+    from pyutils.tags import challenge_tags
+
+    out = []
+    for u, x, sr, ev in utts:
+        t, f, lg = feats(x, sr)
+        if naive is not None:
+            naive[u] = naive_probs(feats.tagger, lg, challenge_tags())
+        out.append((u, t, f, ev))
+    return out
+
+
+def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str]) -> Dict[str, list]:
+    """Per tag: the naive mapping replaces the classifier when its event F1 on the tag's dev
+    utterances (real dev for the recorded tags, else the corpus dev) is higher. Sets
+    ``det.naive_tags``; returns ``{tag: [F1 model, F1 naive]}``."""
+    from pyutils.nvv_detect.model import NAIVE_THRESHOLD
+
+    ref = {u: ev for u, _, _, ev in dev}
+    real = [u for u in ref if u in set(real_dev)]
+    synth = [u for u in ref if u not in set(real_dev)]
+    real_tags = {e["tag"] for u in real for e in ref[u]}
+    tags = det.tags
+    det.naive_tags = np.zeros(len(tags), dtype=bool)
+    model_hyp = {u: det.events(u, t, f) for u, t, f, _ in dev}
+    chosen = np.zeros(len(tags), dtype=bool)
+    choice = {}
+    for j, tag in enumerate(tags):
+        utts = real if tag in real_tags else synth
+        keep = set(utts)
+        mc = match_counts(ref, {u: h for u, h in model_hyp.items() if u in keep}, utts).get(tag)
+        nc = match_counts(ref, {u: frames_to_events(u, t, naive[u][:, [j]], [tag], [NAIVE_THRESHOLD])
+                                for u, t, _, _ in dev if u in keep}, utts).get(tag)
+        f_m, f_n = prf(*(mc or [0, 0, 0]))[2], prf(*(nc or [0, 0, 0]))[2]
+        choice[tag] = [round(f_m, 3), round(f_n, 3)]
+        chosen[j] = f_n > f_m
+    det.naive_tags = chosen
+    return choice
+
+
+def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
+        balance: float = 0.0, sample_weight: np.ndarray | None = None):
+    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss)."""
+    from scipy.optimize import minimize
+
+    keep = y >= 0
+    sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    X, y, sw = X[keep], y[keep], sw[keep]
+    mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
+    Z = (X - mu) / sigma
+    n, d = Z.shape
+    counts = np.bincount(y, minlength=n_classes)
+    seen = max(1, int((counts > 0).sum()))
+    cw = np.where(counts > 0, np.clip(n / (seen * np.maximum(counts, 1)), 0.2, 20.0) ** balance, 0.0)
+    w = cw[y] * sw
+    Y = np.zeros((n, n_classes))
+    Y[np.arange(n), y] = 1.0
+
+    def loss(theta):
+        W = theta[: d * n_classes].reshape(d, n_classes)
+        b = theta[d * n_classes:]
+        a = Z @ W + b
+        a -= a.max(axis=1, keepdims=True)
+        logp = a - np.log(np.exp(a).sum(axis=1, keepdims=True))
+        val = -(w * (logp * Y).sum(axis=1)).sum() / w.sum() + 0.5 * l2 * (W * W).sum()
+        G = (np.exp(logp) - Y) * w[:, None] / w.sum()
+        return val, np.concatenate([(Z.T @ G + l2 * W).ravel(), G.sum(axis=0)])
+
+    theta0 = np.zeros(d * n_classes + n_classes)
+    res = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    W = res.x[: d * n_classes].reshape(d, n_classes)
+    return W, res.x[d * n_classes:], mu, sigma, float(res.fun)
+
+
+def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarray, List[dict]]],
+                    real_dev: Sequence[str] = (), sweeps: int = 2
+                    ) -> Tuple[np.ndarray, Dict[str, List[int]]]:
+    """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring).
+
+    A tag with events in the real dev utterances (ids in ``real_dev``) is tuned on those
+    alone; any other tag on the rest (the corpus dev split).
+    """
+    probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
+    ref = {u: ev for u, _, _, ev in dev}
+    real = [u for u in ref if u in set(real_dev)]
+    synth = [u for u in ref if u not in set(real_dev)]
+    real_tags = {e["tag"] for u in real for e in ref[u]}
+    synth_tags = {e["tag"] for u in synth for e in ref[u]}
+    tags = det.tags
+    th = np.full(len(tags), 0.5)
+
+    def score(th_, utts):
+        keep = set(utts)
+        hyp = {u: frames_to_events(u, t, p, tags, th_) for u, t, p in probs if u in keep}
+        c = match_counts(ref, hyp, utts)
+        return micro(c)[2], c
+
+    for _ in range(sweeps):
+        for j, tag in enumerate(tags):
+            utts = real if tag in real_tags else synth if tag in synth_tags else None
+            if not utts:
+                continue
+            best = (score(th, utts)[0], -th[j], th[j])
+            for g in GRID:
+                trial = th.copy()
+                trial[j] = g
+                best = max(best, (score(trial, utts)[0], -g, g))
+            th[j] = best[2]
+    return th, score(th, list(ref))[1]
+
+
+def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
+          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
+          log=print) -> Tuple[Detector, dict]:
+    from pyutils.tags import challenge_tags
+
+    t0 = time.time()
+    classes = ["none"] + list(challenge_tags())
+    feats = Features(hop_s=HOP_S, context=context)
+    tr_utts = real_train_utts(train_variants)
+    n_real = len(tr_utts)
+    for c in corpora:
+        tr_utts += corpus_utts(c, "train")
+    tr = featurise(feats, tr_utts)
+    dev_utts = [u for d in real_dev for u in devset_dir_utts(d)]
+    real_ids = [u for u, *_ in dev_utts]
+    for c in corpora:
+        dev_utts += corpus_utts(c, "dev")
+    naive: Dict[str, np.ndarray] = {}
+    dev = featurise(feats, dev_utts, naive)
+    log(f"train: {len(tr)} utterances, dev: {len(dev)}; features {time.time() - t0:.0f} s")
+    X = np.concatenate([f for _, _, f, _ in tr])
+    y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
+    sw = np.concatenate([np.full(len(t), real_weight if i < n_real else 1.0) for i, (_, t, _, _) in enumerate(tr)])
+    W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
+    det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
+                    "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
+                    "context": np.int64(context), "feature_ids": feats.feature_ids})
+    det.thresholds, _ = tune_thresholds(det, dev, real_ids)
+    sources = choose_sources(det, dev, naive, real_ids)
+    counts = match_counts({u: ev for u, _, _, ev in dev},
+                          {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
+    report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
+              "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
+              "dev_utts": len(dev), "l2": l2, "balance": balance, "real_weight": real_weight, "loss": final, "seconds": round(time.time() - t0, 1),
+              "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
+              "naive_tags": [t for t, n in zip(det.tags, det.naive_tags) if n],
+              "dev_f1_model_naive": sources, "dev_counts": counts,
+              "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
+              "dev_micro": [round(v, 3) for v in micro(counts)]}
+    log(f"fit + thresholds {report['seconds']} s; dev micro P/R/F1 {report['dev_micro']}")
+    return det, report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, action="append", default=[],
+                    help="a chorus-synth nvv corpus dir (its train split trains, its dev split tunes)")
+    ap.add_argument("--real-dev", type=Path, action="append", default=[],
+                    help="a dir of `python -m pyutils.nvv_detect.devset --split dev`")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--train-variants", type=int, default=12)
+    ap.add_argument("--l2", type=float, default=1e-2)
+    ap.add_argument("--context", type=int, default=1)
+    ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
+    ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
+    ap.add_argument("--report", type=Path)
+    a = ap.parse_args(argv)
+    from pyutils.audio_tagger import TaggerError
+    from pyutils.nvv_detect.devset import DevsetError
+    from pyutils.synth.nvv_bank import BankError
+
+    try:
+        det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance, a.real_weight)
+        det.save(a.out)
+        if a.report:
+            from pyutils.datadir.io import atomic_write
+
+            with atomic_write(a.report) as f:
+                f.write(json.dumps(report, indent=1) + "\n")
+    except (DetectorError, DevsetError, BankError, TaggerError, OSError, ValueError) as e:
+        print(f"nvv_detect.train: error: {e}", file=sys.stderr)
+        return 1
+    print(f"nvv_detect.train: model -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
