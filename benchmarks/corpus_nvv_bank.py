@@ -77,7 +77,7 @@ def real_share(preset: str, weights, seed: int) -> None:
     per_tag = {}
     for lang in ("en", "zh"):
         for w in weights:
-            items = plan(lang, {s: cfg[s] for s in SPLITS}, cfg["voices"], seed, "bank", w)
+            items = plan(lang, {s: cfg[s] for s in SPLITS}, cfg["voices"], seed, nvv_sounds="bank", bank_weight=w)
             idx = nvv_bank.load_index()
             n = rec = 0
             for it in items:
@@ -103,7 +103,7 @@ def heard_in_test(tagger: YamNet, preset: str, weights, seed: int, lang: str) ->
     print("|---|---|---|---|---|---|")
     confs = [("generated", 1)] + [("bank", w) for w in weights]
     for mode, w in confs:
-        items = [it for it in plan(lang, sizes, cfg["voices"], seed, mode, w) if it["split"] == "test"]
+        items = [it for it in plan(lang, sizes, cfg["voices"], seed, nvv_sounds=mode, bank_weight=w) if it["split"] == "test"]
         per = defaultdict(lambda: [0, 0])
         n = heard = rec = 0
         t0 = time.time()

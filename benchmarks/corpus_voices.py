@@ -35,12 +35,15 @@ from pyutils.asr.wer import error_rate  # noqa: E402
 from pyutils.asr.tags_text import strip_tags  # noqa: E402
 from pyutils.synth import SAMPLE_RATE, nvv_corpus  # noqa: E402
 from pyutils.synth.audio import read_wav, silence, write_wav  # noqa: E402
+from pyutils.synth.cli import DEFAULT_BANK_WEIGHT  # noqa: E402
 from pyutils.synth.speech import speak, speak_chunks  # noqa: E402
 
 
 def test_items(lang: str, preset: str, voices: str, seed: int, n: int, cache: str | None) -> list:
     sizes = dict(nvv_corpus.PRESETS[preset])
-    items = nvv_corpus.plan(lang, sizes, sizes["voices"], seed, voices, cache)
+    # the default corpus: recorded NVVs where the bank has them, drawn as chorus-synth does
+    items = nvv_corpus.plan(lang, sizes, sizes["voices"], seed, nvv_sounds="bank",
+                            bank_weight=DEFAULT_BANK_WEIGHT, voice_source=voices, speech_cache=cache)
     return [it for it in items if it["split"] == "test"][:n]
 
 

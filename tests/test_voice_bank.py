@@ -32,8 +32,10 @@ def test_english_bank_is_neural_and_distinct():
         assert [v["id"] for v in vs] == [f"en_s{i:02d}" for i in range(n)]
         assert len({_timbre(v) for v in vs}) == n
         assert {v["engine"] for v in vs} == {"piper", "kokoro"}
-    first8 = voice_bank.bank_voices("en", 8)
-    assert len({v["name"] for v in first8}) >= 6          # mostly different speakers, not only warps
+    first12 = voice_bank.bank_voices("en", 12)
+    assert sum(v["engine"] == "kokoro" for v in first12) == 1   # cost: piper is ~9x faster
+    assert len({(v["speed"], v["warp"]) for v in first12 if v["engine"] == "piper"}) == 11
+    assert len({v["name"] for v in voice_bank.bank_voices("en", 18)}) >= 7   # other talkers beyond
     assert voices("en", 12, source="bank") == voice_bank.bank_voices("en", 12)
     with pytest.raises(ValueError, match="only"):
         voice_bank.bank_voices("en", 1000)

@@ -295,24 +295,34 @@ def source(voice: dict) -> dict:
 
 
 # ---------------------------------------------------------------- inventory
-#: English bank, most distinct first: (engine, name, speed, warp). The judge's WER on whole
-#: sentences (benchmarks/corpus_voices.py; README) was 0-4 % for piper joe at every warp,
-#: 0-8 % for jm_kumo, jf_gongitsune and the jm_kumo mixes, 11-13 % for jf_nezumi and
-#: jf_tebukuro, 14-32 % for jf_alpha alone, so jf_alpha appears only mixed with jm_kumo,
-#: and piper holds 3 of the first 8 voices and 4 of the first 12.
+#: English bank: (engine, name, speed, warp). The judge's WER on whole sentences
+#: (benchmarks/corpus_voices.py; README) was 0-4 % for piper joe at every warp, 0-8 % for
+#: jm_kumo, jf_gongitsune and the jm_kumo mixes, 11-13 % for jf_nezumi and jf_tebukuro, 14-32 %
+#: for jf_alpha alone (so it appears only mixed with jm_kumo). Order = cost: on one core piper
+#: renders at 0.08 x real time and Kokoro at 0.63-0.80 x, and the default corpus holds ~2 h
+#: of speech, so the first 12 voices (ci: 8, default: 12) are piper joe at 11 rate/warp
+#: settings (warp moves pitch and formants together: other apparent talkers) plus jm_kumo,
+#: which keeps the default corpus at ~5 min on 2 cores; the other Kokoro styles and mixes
+#: follow (the large preset's 16 voices hold four of them).
 _EN_BASE = [
     ("piper", "en_US-joe-medium", 1.0, 1.0),
     ("kokoro", "jm_kumo", 1.0, 1.0),
-    ("kokoro", "jf_gongitsune", 1.0, 1.0),
     ("piper", "en_US-joe-medium", 0.95, 0.90),
+    ("piper", "en_US-joe-medium", 1.05, 1.12),
+    ("piper", "en_US-joe-medium", 1.08, 0.95),
+    ("piper", "en_US-joe-medium", 0.92, 1.06),
+    ("piper", "en_US-joe-medium", 1.0, 0.86),
+    ("piper", "en_US-joe-medium", 1.04, 1.18),
+    ("piper", "en_US-joe-medium", 0.97, 0.93),
+    ("piper", "en_US-joe-medium", 1.1, 1.03),
+    ("piper", "en_US-joe-medium", 0.9, 1.09),
+    ("piper", "en_US-joe-medium", 1.02, 0.82),
+    ("kokoro", "jf_gongitsune", 1.0, 1.0),
     ("kokoro", "jm_kumo:0.6+jf_alpha:0.4", 1.05, 0.94),
     ("kokoro", "jf_nezumi", 1.0, 1.0),
-    ("piper", "en_US-joe-medium", 1.05, 1.12),
     ("kokoro", "jm_kumo:0.5+jf_nezumi:0.5", 0.95, 0.92),
     ("kokoro", "jf_tebukuro", 1.0, 1.0),
-    ("piper", "en_US-joe-medium", 1.08, 0.95),
     ("kokoro", "jm_kumo:0.5+jf_gongitsune:0.5", 1.0, 1.05),
-    ("kokoro", "jm_kumo", 0.92, 0.88),
 ]
 _EN_WARPS = [(1.0, 1.06), (1.05, 0.95), (0.95, 1.10), (1.0, 0.90)]
 
