@@ -227,7 +227,7 @@ def main(argv=None) -> int:
     p.add_argument("--recipe-dir", default="egs/sqa")
     p.add_argument("--preset", default="default", help="whose corpus (corpus/sqa_mini3_<preset>) and config")
     p.add_argument("--tag", default=None, help="recipe tag of the baselines (default: the preset)")
-    p.add_argument("--config", default=None, help="training config (default: conf/train_<preset>.yaml)")
+    p.add_argument("--config", default=None, help="training config (default: conf/train_sqa_<preset>.yaml)")
     p.add_argument("--families", default="babble,music,reverb,codec,stutter",
                    help="comma-separated families to leave out, one experiment each")
     p.add_argument("--heldout-voices", default="flite,en-029,en-gb-x-gbcwmd",
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     corpus = os.path.join(recipe, "corpus", f"sqa_mini3_{a.preset}")
     tag = a.tag or a.preset
     # the resolved config (defaults and any `base:` chain), written whole per experiment
-    base_cfg = load_config(a.config or os.path.join(recipe, "conf", f"train_{a.preset}.yaml"))
+    base_cfg = load_config(a.config or os.path.join(recipe, "conf", f"train_sqa_{a.preset}.yaml"))
     os.makedirs(a.out, exist_ok=True)
     info, lines = load_pool(recipe, corpus, a.dump_dir)
     stats = os.path.join(recipe, a.dump_dir, "train", "feats_stats.npz")

@@ -36,7 +36,7 @@ test_sets="test test_real"   # sets to infer and score (test_real: real speech, 
 utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
 embed_opts="--whisper base --whisper-layer 3 --p808 true --p835 false"   # options of pyutils.sqa.embed (block 3: RESULTS.md)
                         # dump; add "--frames-dim 48" to keep the Whisper frames (frame_embed: true in the config)
-sqa_config=             # training hyper-parameters (default: conf/train_<preset>.yaml)
+sqa_config=             # training hyper-parameters (default: conf/train_sqa_<preset>.yaml)
 tag=                    # model dir is exp/sqa_<tag> (default: the preset)
 score_column="Overall quality"   # QualiSpeech column used as the reference score
 prep_opts=""            # extra options for `chorus-prep qualispeech` (real data), e.g. "--untimed-fault drop"
@@ -53,7 +53,7 @@ Stages: 0 corpus, 1 data, 2 features+embeddings, 3 stats, 4 baselines, 5 train, 
 7 scoring, 8 package (header of local/sqa.sh). Examples:
   ./run.sh                                  # default preset, all stages
   ./run.sh --preset ci                      # whole recipe in ~2-3 minutes
-  ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/train_default_short.yaml --tag short"
+  ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/tuning/train_default_short.yaml --tag short"
 
 . ./path.sh
 . ./cmd.sh
@@ -67,7 +67,7 @@ case "${preset}" in
 esac
 # preset defaults (options left empty)
 : "${corpus_dir:=corpus/sqa_mini3_${preset}}"
-: "${sqa_config:=conf/train_${preset}.yaml}"
+: "${sqa_config:=conf/train_sqa_${preset}.yaml}"
 : "${tag:=${preset}}"
 
 if [ $# -ne 0 ]; then

@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 train_set=train                # data/<set> made by stage 1 from the mini corpus (or QualiSpeech)
 valid_set=dev                  # early stopping, post-processing thresholds
 test_sets="test test_real"     # test_real: real talkers (dropped where the corpus has none)
-sqa_config=                    # empty: conf/train_<preset>.yaml (ci | default | large)
+sqa_config=                    # empty: conf/train_sqa_<preset>.yaml (ci | default | large)
 
 exec ./local/sqa.sh \
   --train_set "${train_set}" \

@@ -8,7 +8,7 @@ Loss per batch (masked to real frames)::
 
 Usage::
 
-    python -m pyutils.sqa.train --config conf/train_default.yaml \
+    python -m pyutils.sqa.train --config conf/train_sqa_default.yaml \
         --train-dir dump/train --train-ref data/train/ref.jsonl \
         --dev-dir dump/dev --dev-ref data/dev/ref.jsonl \
         --stats exp/sqa_stats/feats_stats.npz --outdir exp/sqa_default
