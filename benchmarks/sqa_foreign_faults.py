@@ -54,6 +54,10 @@ was called instead, and its mean frame IoU; ``--work``/results.json holds it all
 
     PYTHONPATH=. tools/venv/bin/python benchmarks/sqa_foreign_faults.py --num 120 --seed 0
         --model-dir egs/sqa/exp/sqa_default [--model-dir OTHER ...]
+
+One script on purpose (past ~500 lines): the foreign fault makers, their exact intervals
+and the scoring of the recipe's models against DNSMOS are one evaluation, run as one
+command.
 """
 
 from __future__ import annotations

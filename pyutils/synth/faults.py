@@ -43,6 +43,10 @@ Every kind belongs to a *family* (:data:`FAMILIES`); ``exclude`` in
 their severities into a reference score in [1, 5] (formula in its docstring).
 Pauses are inserted first (they change the timeline); distortion and noise
 intervals are then drawn on the final timeline, avoiding the pauses.
+
+One module on purpose (past ~500 lines): the fault kinds, their families and the score
+formula share one severity scale, and the monotonicity the tests check (a worse or an
+added fault never raises the score) holds only if they are read together.
 """
 
 from __future__ import annotations

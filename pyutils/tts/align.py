@@ -35,6 +35,10 @@ token, then split proportionally; both fallbacks are counted and named in the lo
         --out-dir exp/align_en
 
 writes ``<set>/durations`` for every ``--align`` set and ``<out-dir>/align_stats.json``.
+
+One module on purpose (past ~500 lines): the HMM, its training loop and the duration
+read-out share the state layout and the per-token state counts; split, each part would
+need the others' internals.
 """
 
 from __future__ import annotations
