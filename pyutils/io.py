@@ -16,7 +16,11 @@ Writing
   in the destination's folder, then ``os.replace`` puts it in place, so a crash
   or a full disk never leaves a half-written file and never destroys the old
   one; the file gets the mode ``open()`` would give it (0666 minus the umask,
-  :func:`pyutils.file_mode.follow_umask`).
+  :func:`pyutils.file_mode.follow_umask`). :func:`atomic_dir` does the same for a whole
+  folder (installed models, built data sets): built in a temp sibling, then swapped in.
+
+Checking
+  :func:`sha256_file`: the SHA-256 of a file, read in blocks (pinned model and data files).
 
 The JSONL reader follows the official Track 1 evaluator (each line stripped,
 blank lines skipped, every other line one JSON object); the scorers read
@@ -27,8 +31,10 @@ evaluator would choke on one.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -274,3 +280,30 @@ def write_jsonl(path, rows: Iterable[dict]) -> None:
     with atomic_write(path) as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(out) -> Iterator[Path]:
+    """Build a folder in a temp sibling of ``out`` (yielded); on success it replaces ``out``
+    (mode 0755), on an error it is removed and ``out`` is left as it was."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sha256_file(path, block_size: int = 1 << 20) -> str:
+    """Hex SHA-256 of the file at ``path``, read ``block_size`` bytes at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(block_size), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -143,7 +143,7 @@ def test_devset_cli_writes_scorable_track1_reference(tmp_path):
         assert row["text_with_nvvs"].count("[") == len(ev.get(row["utt_id"], []))
     from pyutils.scoring.track1 import score_track1_files
 
-    res = score_track1_files(str(out / "ref.jsonl"), str(out / "ref.jsonl"))
+    res = score_track1_files(str(out / "ref.jsonl"), str(out / "ref.jsonl"), single_language=True)
     assert res["FinalTrack1Score"] == 100.0
     # deterministic: a second build is byte-identical
     again = tmp_path / "dev2"

@@ -12,12 +12,13 @@ CLI (``make -C tools judges``)::
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+from pyutils.io import sha256_file
 
 INSTALL_HINT = "make -C tools judges"
 
@@ -42,17 +43,6 @@ MODELS: Dict[str, ModelFile] = {
 }
 
 _VERIFIED: Dict[str, str] = {}
-
-
-def sha256_file(path: str, bufsize: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while True:
-            chunk = handle.read(bufsize)
-            if not chunk:
-                break
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def model_path(name: str) -> str:

@@ -40,13 +40,13 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+
+from pyutils.io import atomic_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SPEECH_CONF = REPO / "conf" / "nvv_detect_speech.json"
@@ -214,8 +214,7 @@ def write(utts: List[dict], out: Path) -> None:
 
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         (tmp / "wav").mkdir()
         utts = sorted(utts, key=lambda u: u["utt_id"])
         scp, text, u2s, ref, ev = [], [], [], [], []
@@ -234,13 +233,6 @@ def write(utts: List[dict], out: Path) -> None:
                  "spk2utt": [f"{s} {' '.join(ids)}\n" for s, ids in sorted(spk.items())]}
         for name, lines in files.items():
             (tmp / name).write_text("".join(lines), encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv=None) -> int:

@@ -36,13 +36,14 @@ SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from pyutils.io import sha256_file
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
 HOP_S = 0.24
@@ -58,10 +59,6 @@ N_HUMAN = 72
 
 class DetectorError(RuntimeError):
     """Missing, damaged or inconsistent model file; the message names it."""
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class Features:

@@ -51,7 +51,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from collections import defaultdict
 from functools import lru_cache
@@ -60,6 +59,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from pyutils.io import atomic_dir
 from pyutils.synth import SAMPLE_RATE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -294,8 +294,7 @@ def install(out: Path, manifest: Path = MANIFEST) -> int:
     for package in sorted({r["package"] for r in rows}):
         _check_version(package)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         index = []
         for r in rows:
             b = read_source(r["package"], r["path"])
@@ -314,13 +313,6 @@ def install(out: Path, manifest: Path = MANIFEST) -> int:
                           "yamnet_score": r["yamnet_score"]})
         (tmp / "index.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in index))
         (tmp / "MANIFEST_DIGEST").write_text(manifest_digest(manifest) + "\n")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return len(index)
 
 

@@ -46,6 +46,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from pyutils.io import sha256_file
+
 from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.audio import resample, trim_silence
 
@@ -104,14 +106,6 @@ def kokoro_dir() -> Path:
     from pyutils import REPO_ROOT
 
     return REPO_ROOT / "tools" / "models" / "kokoro-82m"
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def check_packages(engine: str) -> None:

