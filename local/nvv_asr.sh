@@ -38,6 +38,8 @@ datadir=data             # Kaldi data dirs
 dumpdir=dump             # dumped audio
 expdir=exp               # experiments
 corpus_dir=corpus        # where stage 0 writes the mini corpus
+synth_opts=              # more chorus-synth nvv options, e.g. "--voices espeak --nvv-sounds generated" (the
+                         # corpora before the voice and NVV banks; give another --corpus_dir with it)
 mini_dir=                # Kaldi data dirs to use instead of the generated mini corpus (DIR/data/{train,dev,test}; DIR/.done)
 skip_train=false         # only decode with an existing model (--asr_exp): skip training data in stage 2 and stages 3-5
 
@@ -289,7 +291,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       log "  chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${preset}.log)"
       timed corpus chorus-synth utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
         chorus-synth nvv --lang "${lang}" --preset "${preset}" \
-          --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}"
+          --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
       stage_mark "${mini_dir}/.corpus.done" --dir "${mini_dir}"
     fi
   else

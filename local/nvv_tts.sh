@@ -41,6 +41,8 @@ corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read pa
 corpus_splits="train dev test"  # names of the corpus' train/dev/test data dirs (real corpora: e.g. "train validation test")
 unmapped=drop_tag       # real corpora: labels without a challenge tag (drop_tag|keep_text|drop_utt, see chorus-prep)
 corpus_dir=             # corpus location (default: corpus/nvv_<lang>_<preset>, or the identical one of ../nvv_asr_<lang>)
+synth_opts=             # more chorus-synth nvv options, e.g. "--voices espeak --nvv-sounds generated" (the
+                        # corpora before the voice and NVV banks; give another --corpus_dir with it)
 datadir=data            # Kaldi data dirs
 dumpdir=dump            # dumped, tokenised data
 expdir=exp              # experiments
@@ -139,7 +141,7 @@ if [ -z "${corpus_dir}" ]; then
     corpus_dir=corpus/nvv_${lang}_${synth_preset}
     # the NVV-ASR recipe generates the very same corpus (same command, preset and seed): reuse it
     _asr_corpus=../nvv_asr_${lang}/corpus/nvv_${lang}_${synth_preset}
-    if [ ! -f "${corpus_dir}/.done" ] && [ -f "${_asr_corpus}/.done" ]; then
+    if [ -z "${synth_opts}" ] && [ ! -f "${corpus_dir}/.done" ] && [ -f "${_asr_corpus}/.done" ]; then
       corpus_dir=${_asr_corpus}
     fi
   else
@@ -207,7 +209,7 @@ if in_stage 0 "corpus"; then
       log "stage 0: chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${synth_preset}.log)"
       utils/run.pl "${expdir}/log/synth_nvv_${lang}_${synth_preset}.log" \
         chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
-          --nj "${nj}" --cmd "${train_cmd}"
+          --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
       stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
     fi
   else
