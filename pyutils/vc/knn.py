@@ -63,10 +63,16 @@ class KnnConfig:
     min_voiced_s: float = 0.3 # least voiced speech in a usable reference
     f0_floor: float = 60.0
     f0_ceil: float = 600.0
+    cmn: bool = False         # subtract each clip's mean content vector before matching
+    blend: float = 1.0        # weight of the matched frames' envelope vs the source's, warped
+    blend_hz: float = 0.0     # >0: blend below this frequency, matched frames only above it + 1 kHz
+    rerank: int = 0           # >0: among this many content neighbours, keep the k spectrally closest
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.smooth < 1:
             raise ValueError(f"k={self.k} and smooth={self.smooth} must be >= 1")
+        if not 0.0 <= self.blend <= 1.0:
+            raise ValueError(f"blend {self.blend}: must be in [0, 1]")
         if self.energy not in ("source", "ref"):
             raise ValueError(f"energy {self.energy!r}: source or ref")
 
@@ -144,21 +150,85 @@ def map_f0(f0_src: np.ndarray, f0_ref: np.ndarray) -> np.ndarray:
     return out
 
 
+def _warp(log_sp: np.ndarray, alpha: float) -> np.ndarray:
+    """Frequency warping ``S'(f) = S(f / alpha)`` along the last axis (linear interpolation)."""
+    bins = np.arange(log_sp.shape[-1], dtype=np.float64)
+    src_pos = np.clip(bins / alpha, 0, bins[-1])
+    lo = np.floor(src_pos).astype(int)
+    hi = np.minimum(lo + 1, bins.size - 1)
+    frac = src_pos - lo
+    return log_sp[..., lo] * (1 - frac) + log_sp[..., hi] * frac
+
+
+def warped_source_envelope(w_src: World, w_ref: World, n_smooth: int = 9) -> np.ndarray:
+    """The source's own log envelope moved toward the reference's long-term spectrum.
+
+    With ``L_x(f)`` the mean log envelope over voiced frames, the warp factor
+    ``alpha = argmin_a sum_{f < 5 kHz} (L_r(f) - L_s(f/a) - m(a))^2`` over a grid in
+    [0.8, 1.25] (``m`` the mean difference: level does not count) approximates the
+    vocal-tract length ratio; then ``log S_out(n, f) = log S_s(n, f/alpha) + D(f)`` with
+    ``D = L_r - warp(L_s)`` smoothed over ``n_smooth`` bins (the average timbre).
+    """
+    ls = np.log(np.maximum(w_src.sp, 1e-16))
+    lr = np.log(np.maximum(w_ref.sp, 1e-16))
+    vs = w_src.voiced if w_src.voiced.any() else np.ones(len(ls), bool)
+    vr = w_ref.voiced if w_ref.voiced.any() else np.ones(len(lr), bool)
+    mean_s, mean_r = ls[vs].mean(axis=0), lr[vr].mean(axis=0)
+    top = max(2, int(mean_s.size * 5000 / (SR / 2)))
+    best, best_err = 1.0, np.inf
+    for alpha in np.linspace(0.8, 1.25, 19):
+        d = mean_r[:top] - _warp(mean_s, alpha)[:top]
+        err = float(np.var(d))
+        if err < best_err:
+            best, best_err = float(alpha), err
+    warped = _warp(ls, best)
+    diff = _moving_average((mean_r - _warp(mean_s, best))[:, None], n_smooth)[:, 0]
+    return warped + diff[None, :]
+
+
+def cepstrum(log_sp: np.ndarray, order: int = 30) -> np.ndarray:
+    """Real cepstrum ``c_1..c_order`` of log envelopes (``c = IDFT(log S)``; ``c_0``, the level, dropped)."""
+    return np.fft.irfft(log_sp, axis=-1)[..., 1:order + 1]
+
+
+def rerank_spectral(m: np.ndarray, target_log_sp: np.ndarray, w_ref: World, k: int) -> np.ndarray:
+    """Of the candidate reference frames ``m`` (T, K), the ``k`` whose cepstrum is closest
+    (Euclidean) to the target's, ``argmin_j ||c(target(n)) - c(ref(m[n, j]))||``."""
+    c_ref = cepstrum(np.log(np.maximum(w_ref.sp, 1e-16)))
+    c_tgt = cepstrum(target_log_sp)
+    d = np.sum((c_ref[m] - c_tgt[:, None, :]) ** 2, axis=-1)             # (T, K)
+    keep = np.argpartition(d, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(m, keep, axis=1)
+
+
 def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: World,
                      cfg: KnnConfig) -> World:
     """WORLD parameters of the output from matched reference frames (module docstring, steps 2-4)."""
-    nn = knn_indices(c_src, c_ref, cfg.k)                       # (T_s, k)
+    if cfg.cmn:
+        c_src, c_ref = c_src - c_src.mean(axis=0), c_ref - c_ref.mean(axis=0)
+    nn = knn_indices(c_src, c_ref, max(cfg.k, cfg.rerank))       # (T_s, k or rerank)
     n_out = len(w_src.f0)
     n = np.arange(n_out)
     enc_i = np.minimum(n // WORLD_PER_ENC, nn.shape[0] - 1)
     sub = n % WORLD_PER_ENC
     m = np.clip(nn[enc_i] * WORLD_PER_ENC + sub[:, None], 0, len(w_ref.f0) - 1)   # (T_out, k)
+    target = None
+    if cfg.rerank > cfg.k or cfg.blend < 1.0:
+        target = warped_source_envelope(w_src, w_ref)
+    if cfg.rerank > cfg.k:
+        m = rerank_spectral(m, target, w_ref, cfg.k)
     same = (w_ref.voiced[m] == w_src.voiced[:, None]).astype(np.float64)
     weights = np.where(same.sum(axis=1, keepdims=True) > 0, same, 1.0)
     weights /= weights.sum(axis=1, keepdims=True)
     log_sp_ref = np.log(np.maximum(w_ref.sp, 1e-16))
     log_sp = np.einsum("tk,tkf->tf", weights, log_sp_ref[m])
     ap = np.einsum("tk,tkf->tf", weights, w_ref.ap[m])
+    if cfg.blend < 1.0:
+        w = np.full(log_sp.shape[1], cfg.blend)
+        if cfg.blend_hz > 0:
+            hz = np.linspace(0, SR / 2, log_sp.shape[1])
+            w = cfg.blend + (1.0 - cfg.blend) * np.clip((hz - cfg.blend_hz) / 1000.0, 0.0, 1.0)
+        log_sp = w * log_sp + (1.0 - w) * target
     log_sp = _moving_average(log_sp, cfg.smooth)
     ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0)
     if cfg.energy == "source":
