@@ -51,14 +51,14 @@ def test_output_frames_are_the_matched_reference_frames_acoustics():
     w_ref = _world(np.full(t_ref * WORLD_PER_ENC, 200.0), sp_ref, ap_ref)
     w_src = _world(np.full(t_src * WORLD_PER_ENC, 100.0), np.ones((t_src * WORLD_PER_ENC, bins)),
                    np.zeros((t_src * WORLD_PER_ENC, bins)))
-    cfg = knn.KnnConfig(k=1, smooth=1, energy="ref")
+    cfg = knn.KnnConfig(k=1, smooth=1, energy="ref", blend=1.0, rerank=0)
     out = knn.convert_features(c_src, w_src, c_ref, w_ref, cfg)
     rows = (perm[:, None] * WORLD_PER_ENC + np.arange(WORLD_PER_ENC)).ravel()
     np.testing.assert_allclose(out.sp, sp_ref[rows], rtol=1e-9)
     np.testing.assert_allclose(out.ap, ap_ref[rows], rtol=1e-9)
     assert np.allclose(out.f0, 200.0)                 # constant contours: the reference's mean
     # energy=source puts the source's frame power back (here 1 per bin)
-    src_e = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig(k=1, smooth=1))
+    src_e = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig(k=1, smooth=1, blend=1.0, rerank=0))
     np.testing.assert_allclose(src_e.sp.mean(axis=1), 1.0, rtol=1e-9)
 
 
@@ -69,7 +69,7 @@ def test_voicing_mismatched_neighbours_are_left_out():
     ap_ref = np.r_[np.ones((WORLD_PER_ENC, 3)), np.zeros((WORLD_PER_ENC, 3))]
     w_ref = _world(f0_ref, np.ones((2 * WORLD_PER_ENC, 3)), ap_ref)
     w_src = _world(np.full(WORLD_PER_ENC, 100.0), np.ones((WORLD_PER_ENC, 3)), np.zeros((WORLD_PER_ENC, 3)))
-    out = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig(k=2, smooth=1))
+    out = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig(k=2, smooth=1, blend=1.0, rerank=0))
     assert np.all(out.ap == 0.0)                       # only the voiced neighbour counts
 
 

@@ -15,6 +15,16 @@ Content from the source, timbre from the reference, nothing trained:
    whose voicing equals the source frame's when there is one; then a centred
    moving average of ``smooth`` frames over time on ``log sp`` and ``ap`` (against
    the buzz of frame-to-frame jumps between reference frames).
+   Default (``blend < 1``): the matched frames' envelope is mixed with the
+   source's own, moved toward the reference (:func:`warped_source_envelope`:
+   VTL-like frequency warp, long-term spectrum, cepstral spread), with weight
+   ``w(f) = blend + (1 - blend) clip((f - blend_hz) / 1 kHz, 0, 1)`` on the matched
+   frames: below ``blend_hz`` mostly the source's formants (content), above
+   ``blend_hz + 1 kHz`` only the reference's frames (timbre); and the ``rerank``
+   content neighbours are narrowed to the ``k`` whose cepstrum is closest to that
+   warped source envelope. On 2-6 s references pure kNN (``--blend 1 --rerank 0``)
+   leaves too few frames to cover the phones: the Whisper judge's WER triples
+   (benchmarks/bench_knnvc.py; docs/experiments/knnvc.md).
 4. Prosody from the source: F0 contour mapped to the reference's log-F0
    statistics, ``log f0_out = mu_r + (sigma_r / sigma_s) (log f0_s - mu_s)`` on the
    source's voiced frames (the ratio clipped to [0.5, 2]), voicing from the source.
@@ -35,7 +45,7 @@ CLI (``local/vc.sh`` stage 6 with ``--vc_method knn``)::
     python -m pyutils.vc.knn --pair-table data/test_pairs_src/pairs.tsv --out DIR
     python -m pyutils.vc.knn --pairs pairs/test.tsv [--audio-root D] --out DIR
         [--layer 4] [--k 4] [--smooth 3] [--energy source|ref] [--bad-ref error|copy-source]
-        [--blend 1] [--blend-hz 0] [--cep-mvn false] [--rerank 0] [--cmn false]
+        [--blend 0.2] [--blend-hz 2000] [--cep-mvn true] [--rerank 16] [--cmn false]
 
 writes ``DIR/<name>`` as 16 kHz mono PCM16, atomically.
 """
@@ -65,10 +75,10 @@ class KnnConfig:
     f0_floor: float = 60.0
     f0_ceil: float = 600.0
     cmn: bool = False         # subtract each clip's mean content vector before matching
-    blend: float = 1.0        # weight of the matched frames' envelope vs the source's, warped
-    blend_hz: float = 0.0     # >0: blend below this frequency, matched frames only above it + 1 kHz
-    cep_mvn: bool = False     # source branch: the reference's cepstral spread
-    rerank: int = 0           # >0: among this many content neighbours, keep the k spectrally closest
+    blend: float = 0.2        # weight of the matched frames' envelope vs the source's, warped
+    blend_hz: float = 2000.0    # >0: blend below this frequency, matched frames only above it + 1 kHz
+    cep_mvn: bool = True      # source branch: the reference's cepstral spread
+    rerank: int = 16          # >0: among this many content neighbours, keep the k spectrally closest
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.smooth < 1:
@@ -366,7 +376,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="weight of the matched frames' envelope (1) vs the source's warped one (0)")
     ap.add_argument("--blend-hz", type=float, default=d.blend_hz,
                     help="apply --blend below this frequency only, matched frames above it + 1 kHz")
-    ap.add_argument("--cep-mvn", choices=("true", "false"), default="false",
+    ap.add_argument("--cep-mvn", choices=("true", "false"), default=str(d.cep_mvn).lower(),
                     help="source branch: give its cepstra the reference's spread")
     ap.add_argument("--rerank", type=int, default=d.rerank)
     ap.add_argument("--cmn", choices=("true", "false"), default="false")
