@@ -8,7 +8,10 @@
 Evaluation material only (nothing is trained or tuned on it beyond choosing
 among the handful of ``--settings`` printed here): the six speakers' clips of
 ``vieneu/assets/samples/*.wav`` with their ``.txt`` transcripts; every source is
-converted to every other speaker (30 pairs).
+converted to every other speaker (30 pairs). ``--pairs-list TSV --src-text TEXT``
+evaluates a user pairs list instead (:func:`pyutils.vc.pairs.read_pairs`; e.g. the
+mini corpus of ``chorus-synth vc --preset ci --out DIR``: ``DIR/pairs/test.tsv`` with
+``DIR/data/test_src/text``).
 
 Per setting (``name=value,...`` of :class:`pyutils.vc.knn.KnnConfig`) it prints: the Whisper judge's WER (%) on the
 outputs and on the sources themselves and their ratio; mean SIM(ref,out),
@@ -96,6 +99,8 @@ def bench_setting(pairs, texts, setting: str, work: str, judge, src_hyp, threads
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vieneu", default="/tmp/vieneu", help="unzipped vieneu==3.8.3 wheel")
+    ap.add_argument("--pairs-list", help="a user pairs list instead of the vieneu pairs")
+    ap.add_argument("--src-text", help="Kaldi text of the --pairs-list sources (if not in a 4th column)")
     ap.add_argument("--work", required=True, help="folder for the outputs")
     ap.add_argument("--settings", nargs="+", default=["layer=4"], help="name=value,... of KnnConfig")
     ap.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
@@ -103,7 +108,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from pyutils.whisper.judge import Judge
 
-    pairs, texts = vieneu_pairs(args.vieneu)
+    if args.pairs_list:
+        from pyutils.vc.pairs import read_pairs
+
+        listed = read_pairs(args.pairs_list, src_text=args.src_text)
+        pairs = [(p.pair_id, p.source, p.target, p.name) for p in listed]
+        texts = {p.pair_id: p.text or "" for p in listed}
+    else:
+        pairs, texts = vieneu_pairs(args.vieneu)
     if args.limit:
         pairs = pairs[: args.limit]
         texts = {p[0]: texts[p[0]] for p in pairs}

@@ -167,3 +167,15 @@ def test_warped_source_envelope_of_the_same_voice_is_the_source_envelope():
     # a reference with twice the level everywhere: the output is the source's envelope + log 2
     w2 = _world(np.full(40, 120.0), 2 * sp, np.zeros((40, 65)))
     np.testing.assert_allclose(knn.warped_source_envelope(w, w2), np.log(sp) + np.log(2), atol=1e-6)
+
+
+def test_rerank_keeps_the_spectrally_closest_candidates():
+    bins = 33
+    rng = np.random.default_rng(5)
+    sp = np.exp(rng.normal(size=(6, bins)))
+    w_ref = _world(np.full(6, 100.0), sp, np.zeros((6, bins)))
+    target = np.log(sp[[4, 2]])                         # frame n wants reference frame 4, then 2
+    m = np.array([[0, 4, 5], [2, 3, 1]])
+    kept = knn.rerank_spectral(m, target, w_ref, k=1)
+    assert kept[:, 0].tolist() == [4, 2]
+    assert knn.rerank_spectral(m, target, w_ref, k=9).shape == (2, 3)   # k capped by the candidates

@@ -228,6 +228,7 @@ def rerank_spectral(m: np.ndarray, target_log_sp: np.ndarray, w_ref: World, k: i
     c_ref = cepstrum(np.log(np.maximum(w_ref.sp, 1e-16)))
     c_tgt = cepstrum(target_log_sp)
     d = np.sum((c_ref[m] - c_tgt[:, None, :]) ** 2, axis=-1)             # (T, K)
+    k = min(k, m.shape[1])
     keep = np.argpartition(d, k - 1, axis=1)[:, :k]
     return np.take_along_axis(m, keep, axis=1)
 
