@@ -72,7 +72,7 @@ class KnnConfig:
     energy: str = "source"    # loudness contour: "source" or "ref" (the matched frames' own)
     min_ref_s: float = 1.0    # shortest usable reference
     min_voiced_s: float = 0.3 # least voiced speech in a usable reference
-    f0_floor: float = 60.0
+    f0_floor: float = 40.0    # DIO search floor: very low (creaky, ~50 Hz) voices stay voiced
     f0_ceil: float = 600.0
     cmn: bool = False         # subtract each clip's mean content vector before matching
     blend: float = 0.2        # weight of the matched frames' envelope vs the source's, warped
