@@ -179,3 +179,25 @@ def test_rerank_keeps_the_spectrally_closest_candidates():
     kept = knn.rerank_spectral(m, target, w_ref, k=1)
     assert kept[:, 0].tolist() == [4, 2]
     assert knn.rerank_spectral(m, target, w_ref, k=9).shape == (2, 3)   # k capped by the candidates
+
+
+def test_a_very_low_voice_is_analysed_with_the_low_f0_floor():
+    """A 50 Hz voice (glottal-like pulse train through a resonance) is unvoiced for DIO at a
+    60 Hz floor; the converter redoes the analysis at 40 Hz and keeps the envelope size."""
+    from scipy.signal import lfilter
+
+    from pyutils.vc.features import world_analyze
+
+    n = 2 * SR
+    pulses = np.zeros(n)
+    pulses[:: SR // 50] = 1.0
+    x = lfilter([1.0], [1.0, -1.8 * np.cos(2 * np.pi * 500 / SR), 0.81], pulses)
+    x = (0.3 * x / np.abs(x).max()).astype(np.float32)
+    conv = knn.KnnConverter.__new__(knn.KnnConverter)     # no Whisper needed for WORLD
+    conv.cfg = knn.KnnConfig()
+    plain = world_analyze(x, conv.cfg.f0_floor, conv.cfg.f0_ceil)
+    w = conv.world(x)
+    assert plain.voiced.mean() < 0.1 < w.voiced.mean()
+    assert w.sp.shape == plain.sp.shape
+    assert abs(np.median(w.f0[w.voiced]) - 50.0) < 5.0
+    assert knn.check_reference(x, w, conv.cfg) is None

@@ -72,7 +72,8 @@ class KnnConfig:
     energy: str = "source"    # loudness contour: "source" or "ref" (the matched frames' own)
     min_ref_s: float = 1.0    # shortest usable reference
     min_voiced_s: float = 0.3 # least voiced speech in a usable reference
-    f0_floor: float = 40.0    # DIO search floor: very low (creaky, ~50 Hz) voices stay voiced
+    f0_floor: float = 60.0    # DIO search floor; a clip voiced on < 10 % of frames is redone at
+    low_f0_floor: float = 40.0  # this floor (a ~50 Hz voice), kept if it finds more voiced frames
     f0_ceil: float = 600.0
     cmn: bool = False         # subtract each clip's mean content vector before matching
     blend: float = 0.2        # weight of the matched frames' envelope vs the source's, warped
@@ -286,9 +287,17 @@ class KnnConverter:
             x = load_audio(path)
             if len(self._cache) > 64:
                 self._cache.clear()
-            self._cache[path] = (x, self.content.features(x),
-                                 world_analyze(x, self.cfg.f0_floor, self.cfg.f0_ceil))
+            self._cache[path] = (x, self.content.features(x), self.world(x))
         return self._cache[path]
+
+    def world(self, x: np.ndarray) -> World:
+        """WORLD analysis; redone with ``low_f0_floor`` when under 10 % of frames are voiced."""
+        w = world_analyze(x, self.cfg.f0_floor, self.cfg.f0_ceil)
+        if w.voiced.mean() < 0.1 and self.cfg.low_f0_floor < self.cfg.f0_floor:
+            low = world_analyze(x, self.cfg.low_f0_floor, self.cfg.f0_ceil, fft_size=w.sp.shape[1] * 2 - 2)
+            if low.voiced.sum() > w.voiced.sum():
+                return low
+        return w
 
     def problem(self, source: str, target: str) -> Optional[str]:
         """Why this pair cannot be converted, or None."""
