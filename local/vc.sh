@@ -45,6 +45,10 @@ stage=0                  # first stage to run
 stop_stage=8             # last stage to run
 preset=default           # ci|default|large: corpus size and model configs
 task=2                   # 2: no external pretrained models (all trained here); 1: --pretrained_* allowed
+vc_method=cascade        # stage 6: cascade (recipe ASR -> TTS with the reference's embedding) | knn (source frames
+                         # matched to the reference's by frozen Whisper base features, WORLD; pyutils/vc/knn.py;
+                         # a pretrained model: --task 1 only)
+knn_args=                # more pyutils.vc.knn options, e.g. "--blend 1 --rerank 0" (pure kNN) or "--bad-ref copy-source"
 nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
 ngpu=0                   # GPUs for training
 corpus=mini              # mini (chorus-synth vc) | vlsp2025 (VLSP2025_VC in db.sh)
@@ -120,6 +124,11 @@ case "${task}" in
        echo "$0: --task 2 forbids external pretrained models; use --task 1 with --pretrained_*" >&2; exit 2
      fi ;;
   *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;;
+esac
+case "${vc_method}" in
+  cascade) ;;
+  knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; } ;;
+  *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
 esac
 for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
   if [ -n "${_p}" ] && [ ! -f "${_p}/config.yaml" ]; then
@@ -452,6 +461,18 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
     _src=${name}_pairs_src
     log "  ASR of the ${name} sources"
     asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
+    if [ "${vc_method}" = knn ]; then
+      log "  kNN conversion (log: ${vc_exp}/log/convert_${name}.log)"
+      _out=${vc_exp}/convert_${name}/wav
+      rm -rf "${_out}"
+      ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
+        python -m pyutils.vc.knn --pair-table "${dumpdir}/raw/${_src}/pairs.tsv" --out "${_out}" ${knn_args}
+      grep -v '^#' "${vc_exp}/log/convert_${name}.log" | tail -n 1
+      ${decode_cmd} "${vc_exp}/log/validate_${name}.log" \
+        chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}"
+      grep -v '^#' "${vc_exp}/log/validate_${name}.log" | tail -n 2
+      continue
+    fi
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
     _tset=${name}_pairs${_tsfx}
     _text=${asr_exp}/decode/${_src}/text

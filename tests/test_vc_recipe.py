@@ -41,6 +41,11 @@ def test_help_and_refusals(tmp_path):
     out = _run("--task", "1", "--pretrained_tts", str(tmp_path))   # no config.yaml there
     assert out.returncode == 2 and "config.yaml" in out.stderr
 
+    out = _run("--vc_method", "knn")          # pretrained Whisper features: Task 1 only
+    assert out.returncode == 2 and "--task 1" in out.stderr
+    out = _run("--vc_method", "magic")
+    assert out.returncode == 2 and "--vc_method" in out.stderr
+
 
 @pytest.mark.parametrize("preset", ["ci", "default", "large"])
 def test_tts_configs_are_aligned_duration_models_with_speaker_embeddings(preset):
