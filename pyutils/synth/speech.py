@@ -114,13 +114,18 @@ def voices(lang: str, n: int | None = None, source: str = "espeak") -> List[Voic
             pitch = (60 if var.startswith("f") else 40) + dp
             out.append(_voice("", "espeak", f"{name}+{var}", speed=base_speed + 6 * (i % 3),
                               pitch=min(99, max(0, pitch)), warp=warp))
+    return numbered_voices(lang, out, n)
+
+
+def numbered_voices(lang: str, inventory: List[Voice], n: int | None, kind: str = "voices") -> List[Voice]:
+    """The first ``n`` voices of an inventory (all when None), with ids ``<lang>_sNN``."""
     if n is not None:
-        if n > len(out):
-            raise ValueError(f"{lang}: asked for {n} voices, only {len(out)} defined")
-        out = out[:n]
-    for i, v in enumerate(out):
+        if n > len(inventory):
+            raise ValueError(f"{lang}: asked for {n} {kind}, only {len(inventory)} defined")
+        inventory = inventory[:n]
+    for i, v in enumerate(inventory):
         v["id"] = f"{lang}_s{i:02d}"
-    return out
+    return inventory
 
 
 def to_pinyin(text: str) -> str:

@@ -350,13 +350,9 @@ def bank_voices(lang: str, n: Optional[int] = None) -> List[dict]:
     for sp_f, w_f in _EN_WARPS:          # further voices: every base voice at another rate/warp
         out += [dict(v, speed=round(v["speed"] * sp_f, 3), warp=round(v["warp"] * w_f, 3))
                 for v in out[:len(base)]]
-    if n is not None:
-        if n > len(out):
-            raise ValueError(f"{lang}: asked for {n} bank voices, only {len(out)} defined")
-        out = out[:n]
-    for i, v in enumerate(out):
-        v["id"] = f"{lang}_s{i:02d}"
-    return out
+    from pyutils.synth.speech import numbered_voices
+
+    return numbered_voices(lang, out, n, "bank voices")
 
 
 def check_engines(voices: List[dict]) -> None:
