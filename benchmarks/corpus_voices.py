@@ -9,7 +9,9 @@ Renders the first ``--num-test`` test utterances of a preset's corpus exactly as
 * ``clean``:  each sentence rendered whole in the same voice, no events.
 
 Error rate as the recipes count it (``pyutils.asr.wer.error_rate``, tags removed):
-WER = sum edits / sum reference words (CER for zh).  ``--time-preset`` also times a
+WER = sum edits / sum reference words (CER for zh); for English also after Whisper's own
+normaliser on both sides.  Printed per voice (edits / words) too; ``--json`` holds every
+hypothesis and every utterance the judge did not hear word for word.  ``--time-preset`` also times a
 cold ``chorus-synth nvv`` run of that preset (``--nj``, local pool, no speech cache).
 
     tools/venv/bin/python benchmarks/corpus_voices.py --lang en --voices bank --num-test 50
