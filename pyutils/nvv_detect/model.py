@@ -49,6 +49,8 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
 HOP_S = 0.24
 NAIVE_THRESHOLD = 0.5
 SUPPRESS = True
+CHUNK_HOPS = 1000              # Features.logits: inputs longer than 1000 hops (240 s) go in blocks
+PATCH_SAMPLES = 160 * 95 + 512
 KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context", "feature_ids")
 #: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
 #: breathing, laughter, ... whistling), every class of TAG_CLASSES (Hiss, Snoring, ...) and
@@ -78,21 +80,39 @@ class Features:
         from pyutils.audio_tagger import HOP, SR, _to_16k, patches
 
         x = _to_16k(x, sr)
-        p, t = patches(x, max(1, int(round(self.hop_s * SR / HOP))))
-        return t, self.tagger.logits(p).astype(np.float64)
+        hop_frames = max(1, int(round(self.hop_s * SR / HOP)))
+        step = CHUNK_HOPS * hop_frames * HOP          # long inputs: blocks of ~4 min (bounded memory)
+        if len(x) <= step + PATCH_SAMPLES:
+            p, t = patches(x, hop_frames)
+            return t, self.tagger.logits(p).astype(np.float64)
+        ts, lgs = [], []
+        for c in range(0, len(x), step):
+            p, t = patches(x[c:c + step + PATCH_SAMPLES], hop_frames)
+            last = c + step >= len(x) - PATCH_SAMPLES
+            keep = slice(None) if last else t * SR < step
+            ts.append(t[keep] + c / SR)
+            lgs.append(self.tagger.logits(p[keep]).astype(np.float64))
+            if last:
+                break
+        return np.concatenate(ts), np.concatenate(lgs)
 
     def stack(self, lg: np.ndarray) -> np.ndarray:
-        parts = [lg]
-        for d in range(1, self.context + 1):
-            prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
-            nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
-            parts += [prev, nxt]
-        return np.concatenate(parts, axis=1)
+        return stack(lg, self.context)
 
     def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(starts, stacked features of the kept classes, raw (N, 521) logits)."""
         t, lg = self.logits(x, sr)
         return t, self.stack(lg[:, self.feature_ids]), lg
+
+
+def stack(lg: np.ndarray, context: int) -> np.ndarray:
+    """``[l_i, l_{i-1}, l_{i+1}, ..., l_{i-c}, l_{i+c}]`` per row (edges repeated)."""
+    parts = [lg]
+    for d in range(1, context + 1):
+        prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
+        nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
+        parts += [prev, nxt]
+    return np.concatenate(parts, axis=1)
 
 
 def default_feature_ids(tagger) -> List[int]:
@@ -239,6 +259,32 @@ def read_scp_audio(scp: Path):
         yield utt, (x.mean(axis=1) if x.ndim == 2 else x), sr
 
 
+def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, str], log=None) -> List[dict]:
+    """Events of every ``{utt: wav.scp value}`` entry (any format, rate, channels, length; audio
+    through :func:`pyutils.asr.cascade.load_audio`). ``det=None``: the naive mapping. An entry
+    that cannot be read gives no events and one ``log`` line; the others go on."""
+    from pyutils.asr.cascade import load_audio
+    from pyutils.datadir.io import AudioReadError
+    from pyutils.tags import challenge_tags
+
+    rows: List[dict] = []
+    for utt, entry in entries.items():
+        try:
+            x = load_audio(entry)
+        except (AudioReadError, OSError, ValueError, RuntimeError) as e:
+            if log:
+                log(f"{utt}: cannot read audio ({e}): no events")
+            continue
+        if len(x) == 0 or not np.isfinite(x).all():
+            if log:
+                log(f"{utt}: empty or non-finite audio: no events")
+            continue
+        t, f, lg = feats(x, 16000)
+        rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if det is None
+                 else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -250,23 +296,20 @@ def main(argv=None) -> int:
     d.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
+    from pyutils.datadir.io import DataDirError, read_kv
     from pyutils.nvv_detect.events import write_events
-    from pyutils.tags import challenge_tags
 
     try:
         det = None if a.naive else Detector.load(a.model)
         feats = Features(hop_s=det.hop_s if det else HOP_S, context=det.context if det else 0,
                          num_threads=a.threads, feature_ids=det.feature_ids if det else None)
-        rows = []
-        for utt, x, sr in read_scp_audio(a.wav_scp):
-            t, f, lg = feats(x, sr)
-            rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if a.naive
-                     else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))
+        entries = read_kv(a.wav_scp)
+        rows = detect_entries(det, feats, entries, log=lambda m: print(f"nvv_detect: {m}", file=sys.stderr))
         write_events(rows, a.out)
-    except (DetectorError, TaggerError, OSError, ValueError) as e:
+    except (DetectorError, TaggerError, DataDirError, OSError, ValueError) as e:
         print(f"nvv_detect: error: {e}", file=sys.stderr)
         return 1
-    print(f"nvv_detect: {len(rows)} events -> {a.out}")
+    print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")
     return 0
 
 
