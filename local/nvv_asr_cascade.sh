@@ -32,13 +32,13 @@ feats_set() {
   local name=$1 sig=$2; shift 2
   local marker=${_featdir}/.${name}.done outs=() i
   for i in $(seq "${_nj_det}"); do outs+=("${_featdir}/${name}.${i}.npz" "${_featdir}/${name}.${i}.npz.sha256"); done
-  if stage_done "${marker}" --sig "${sig} $* ${_nj_det}"; then
+  if stage_done "${marker}" --sig "${sig} $* ${_nj_det} emb"; then
     log "  ${name}: done, skipping"; return 0
   fi
   rm -f "${marker}" "${_featdir}/${name}".*.npz*
   timed espnet_equiv "yamnet_${name}" ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
     python -m pyutils.nvv_detect.features "$@" --part JOB --parts "${_nj_det}" --out "${_featdir}/${name}.JOB.npz"
-  stage_mark "${marker}" --sig "${sig} $* ${_nj_det}" "${outs[@]}"
+  stage_mark "${marker}" --sig "${sig} $* ${_nj_det} emb" "${outs[@]}"
   log "  ${name}: $(grep -h 'patches ->' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " patches"}')"
 }
 

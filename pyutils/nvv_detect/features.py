@@ -17,11 +17,12 @@ threshold choice (stage 5) never run YAMNet again: per utterance the patch start
 ``t_i`` (every ``hop_s`` = 0.24 s), the raw logits ``l_i`` of all 521 AudioSet classes
 (:class:`pyutils.nvv_detect.model.Features`; the model picks its classes and stacks the
 neighbours at fit time) and the naive zero-shot scores of the 16 tags
-(:func:`pyutils.nvv_detect.model.naive_probs`).
+(:func:`pyutils.nvv_detect.model.naive_probs`) and the 1024-d YAMNet embeddings
+(:func:`pyutils.nvv_detect.model.embedding_session`, stored as float16).
 
 File: one ``.npz`` of plain arrays (never unpickled) beside ``<file>.sha256``:
 ``utts`` (U,), ``offsets`` (U + 1,: utterance ``u`` owns patches ``offsets[u]:offsets[u+1]``),
-``starts`` (N,), ``logits`` (N, 521) float32, ``naive`` (N, 16) float32, ``events`` (U,)
+``starts`` (N,), ``logits`` (N, 521) float32, ``naive`` (N, 16) float32, ``emb`` (N, 1024) float16, ``events`` (U,)
 JSON text of each utterance's reference events, ``kind`` ("corpus" or "real": real talkers).
 """
 
@@ -46,6 +47,7 @@ class Utt(NamedTuple):
     logits: np.ndarray      # (n, 521)
     naive: np.ndarray       # (n, 16)
     events: List[dict]
+    emb: np.ndarray | None = None   # (n, 1024) YAMNet embeddings
 
 
 def compute(utts: Iterable[Tuple[str, np.ndarray, int, List[dict]]], feats: Features | None = None,
@@ -53,13 +55,13 @@ def compute(utts: Iterable[Tuple[str, np.ndarray, int, List[dict]]], feats: Feat
     """YAMNet logits and naive scores of ``(utt, audio, sr, events)`` items."""
     from pyutils.tags import challenge_tags
 
-    feats = feats or Features(hop_s=HOP_S, context=0)
+    feats = feats or Features(hop_s=HOP_S, context=0, embed=True)
     tags = challenge_tags()
     out = []
     for n, (u, x, sr, ev) in enumerate(utts, 1):
-        t, lg = feats.logits(x, sr)
+        t, lg, emb = feats.logits_emb(x, sr)
         out.append(Utt(u, t, lg.astype(np.float32), naive_probs(feats.tagger, lg, tags).astype(np.float32),
-                       list(ev)))
+                       list(ev), None if emb is None else emb.astype(np.float16)))
         if log and n % 200 == 0:
             log(f"features: {n} utterances")
     return out
@@ -71,7 +73,8 @@ def save(rows: List[Utt], kind: str, path: Path) -> None:
     if not rows:
         raise DetectorError(f"{path}: no utterances to store")
     offsets = np.cumsum([0] + [len(r.starts) for r in rows]).astype(np.int64)
-    save_arrays({"utts": np.array([r.utt for r in rows]), "offsets": offsets,
+    emb = {} if any(r.emb is None for r in rows) else {"emb": np.concatenate([r.emb for r in rows]).astype(np.float16)}
+    save_arrays({**emb, "utts": np.array([r.utt for r in rows]), "offsets": offsets,
                  "starts": np.concatenate([r.starts for r in rows]).astype(np.float64),
                  "logits": np.concatenate([r.logits for r in rows]).astype(np.float32),
                  "naive": np.concatenate([r.naive for r in rows]).astype(np.float32),
@@ -109,7 +112,8 @@ def load(path: Path) -> Tuple[str, List[Utt]]:
             ev = json.loads(str(a["events"][i]))
         except ValueError as e:
             raise DetectorError(f"{path}: utterance {u}: bad events: {e}") from e
-        rows.append(Utt(str(u), a["starts"][s], a["logits"][s], a["naive"][s], ev))
+        rows.append(Utt(str(u), a["starts"][s], a["logits"][s], a["naive"][s], ev,
+                        a["emb"][s] if "emb" in a else None))
     return kind, rows
 
 
@@ -156,7 +160,7 @@ def main(argv=None) -> int:
         else:
             utts, kind = devset_dir_utts(a.data_dir), "real"
         utts = (u for i, u in enumerate(utts) if (not a.max_utts or i < a.max_utts) and i % a.parts == a.part - 1)
-        feats = Features(hop_s=HOP_S, context=0, num_threads=a.threads)
+        feats = Features(hop_s=HOP_S, context=0, num_threads=a.threads, embed=True)
         rows = compute(utts, feats, log=lambda m: print(m, file=sys.stderr))
         save(rows, kind, a.out)
     except (DetectorError, DevsetError, BankError, TaggerError, OSError, ValueError) as e:

@@ -206,16 +206,17 @@ def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarr
     return th, score(th, list(ref))[1]
 
 
-def model_features(rows, feature_ids: np.ndarray, context: int) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
-    """``(utt, starts, stacked features, events)`` of cached rows (:mod:`pyutils.nvv_detect.features`)."""
-    from pyutils.nvv_detect.model import stack
+def model_features(rows, feature_ids: np.ndarray, context: int, embed: bool = False
+                   ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
+    """``(utt, starts, model input, events)`` of cached rows (:mod:`pyutils.nvv_detect.features`)."""
+    from pyutils.nvv_detect.model import model_input
 
-    return [(r.utt, r.starts, stack(r.logits[:, feature_ids].astype(np.float64), context), r.events) for r in rows]
+    return [(r.utt, r.starts, model_input(r.logits, r.emb, feature_ids, context, embed), r.events) for r in rows]
 
 
 def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[str, list]], l2: float = 1e-2,
                context: int = 1, balance: float = 0.0, real_weight: float = 4.0, log=print,
-               feature_ids: Sequence[int] | None = None) -> Tuple[Detector, dict]:
+               feature_ids: Sequence[int] | None = None, embed: bool = False) -> Tuple[Detector, dict]:
     """Fit and tune on cached feature sets ``[(kind, rows)]`` (kind ``real``: real talkers, weight
     ``real_weight`` in training, the recorded tags' thresholds chosen on them in dev)."""
     from pyutils.tags import challenge_tags
@@ -232,12 +233,12 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
     classes = ["none"] + list(challenge_tags())
     tr, weights = [], []
     for kind, rows in train_sets:
-        part = model_features(rows, fids, context)
+        part = model_features(rows, fids, context, embed)
         tr += part
         weights += [real_weight if kind == "real" else 1.0] * len(part)
     dev, naive, real_ids = [], {}, []
     for kind, rows in dev_sets:
-        dev += model_features(rows, fids, context)
+        dev += model_features(rows, fids, context, embed)
         naive.update({r.utt: r.naive.astype(np.float64) for r in rows})
         if kind == "real":
             real_ids += [r.utt for r in rows]
@@ -248,7 +249,7 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
     W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
-                    "context": np.int64(context), "feature_ids": fids})
+                    "context": np.int64(context), "feature_ids": fids, "embed": np.int64(embed)})
     det.thresholds, _ = tune_thresholds(det, dev, real_ids)
     sources = choose_sources(det, dev, naive, real_ids)
     counts = match_counts({u: ev for u, _, _, ev in dev},
@@ -256,7 +257,7 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
     report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
               "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2, "balance": balance,
-              "real_weight": real_weight, "context": context, "loss": final,
+              "real_weight": real_weight, "context": context, "embed": embed, "loss": final,
               "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
               "naive_tags": [t for t, n in zip(det.tags, det.naive_tags) if n],
@@ -297,6 +298,7 @@ def main(argv=None) -> int:
     ap.add_argument("--context", type=int, default=1)
     ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
+    ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -310,7 +312,7 @@ def main(argv=None) -> int:
             if a.corpus or a.real_dev:
                 raise ValueError("give either --train-feats/--dev-feats or --corpus/--real-dev")
             det, report = train_sets([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
-                                     a.l2, a.context, a.balance, a.real_weight)
+                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed)
         else:
             det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance,
                                 a.real_weight)
