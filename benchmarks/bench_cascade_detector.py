@@ -38,11 +38,12 @@ from pyutils.nvv_detect.train import devset_dir_utts, iter_corpus_utts, real_tra
 
 VARIANTS = {
     # name: (train sets, train_sets kwargs)
-    "shipped-like (corpus + real, logits, real weight 4)": (("corpus_train", "real_train"), {}),
-    "+ embeddings": (("corpus_train", "real_train"), {"embed": True}),
-    "+ embeddings, real weight 1": (("corpus_train", "real_train"), {"embed": True, "real_weight": 1.0}),
-    "corpus only, embeddings": (("corpus_train",), {"embed": True}),
-    "logits, real weight 1": (("corpus_train", "real_train"), {"real_weight": 1.0}),
+    "logits (as shipped: corpus + real, real weight 4)": (("corpus_train", "real_train"), {}),
+    "logits, thresholds on all dev": (("corpus_train", "real_train"), {"tune_on": "all"}),
+    "logits + embeddings": (("corpus_train", "real_train"), {"embed": True}),
+    "logits + embeddings, l2 0.1": (("corpus_train", "real_train"), {"embed": True, "l2": 0.1}),
+    "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
+                                                           {"embed": True, "l2": 0.1, "tune_on": "all"}),
 }
 
 

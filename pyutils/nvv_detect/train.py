@@ -107,7 +107,8 @@ def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[s
     return y
 
 
-def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str]) -> Dict[str, list]:
+def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str],
+                   tune_on: str = "split") -> Dict[str, list]:
     """Per tag: the naive mapping replaces the classifier when its event F1 on the tag's dev
     utterances (real dev for the recorded tags, else the corpus dev) is higher. Sets
     ``det.naive_tags``; returns ``{tag: [F1 model, F1 naive]}``."""
@@ -123,7 +124,7 @@ def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: S
     chosen = np.zeros(len(tags), dtype=bool)
     choice = {}
     for j, tag in enumerate(tags):
-        utts = real if tag in real_tags else synth
+        utts = list(ref) if tune_on == "all" else real if tag in real_tags else synth
         keep = set(utts)
         mc = match_counts(ref, {u: h for u, h in model_hyp.items() if u in keep}, utts).get(tag)
         nc = match_counts(ref, {u: frames_to_events(u, t, naive[u][:, [j]], [tag], [NAIVE_THRESHOLD])
@@ -135,13 +136,27 @@ def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: S
     return choice
 
 
+MAX_NONE = 12000   # fit: at most this many "none" patches (a uniform sample, weights scaled up)
+
+
 def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
-        balance: float = 0.0, sample_weight: np.ndarray | None = None):
-    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss)."""
+        balance: float = 0.0, sample_weight: np.ndarray | None = None, max_none: int = MAX_NONE):
+    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss).
+
+    More than ``max_none`` patches of class 0 (``none``: ordinary speech and pauses, most of
+    a large corpus): a uniform sample of ``max_none`` of them (fixed seed) with their weights
+    multiplied by ``n_none / max_none``, so the weighted loss keeps its expectation and the
+    cost per L-BFGS step stays bounded."""
     from scipy.optimize import minimize
 
     keep = y >= 0
     sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    none = np.flatnonzero(keep & (y == 0))
+    if len(none) > max_none:
+        drop = np.random.default_rng(0).permutation(none)[max_none:]
+        keep[drop] = False
+        sw = sw.copy()
+        sw[y == 0] *= len(none) / max_none
     X, y, sw = X[keep], y[keep], sw[keep]
     mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
     Z = (X - mu) / sigma
@@ -170,12 +185,13 @@ def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int =
 
 
 def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarray, List[dict]]],
-                    real_dev: Sequence[str] = (), sweeps: int = 2
+                    real_dev: Sequence[str] = (), sweeps: int = 2, tune_on: str = "split"
                     ) -> Tuple[np.ndarray, Dict[str, List[int]]]:
     """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring).
 
-    A tag with events in the real dev utterances (ids in ``real_dev``) is tuned on those
-    alone; any other tag on the rest (the corpus dev split).
+    ``tune_on="split"``: a tag with events in the real dev utterances (ids in ``real_dev``) is
+    tuned on those alone, any other tag on the rest (the corpus dev split); ``"all"``: every
+    tag on all dev utterances.
     """
     probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
     ref = {u: ev for u, _, _, ev in dev}
@@ -194,7 +210,8 @@ def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarr
 
     for _ in range(sweeps):
         for j, tag in enumerate(tags):
-            utts = real if tag in real_tags else synth if tag in synth_tags else None
+            utts = (list(ref) if tune_on == "all" and tag in real_tags | synth_tags
+                    else real if tag in real_tags else synth if tag in synth_tags else None)
             if not utts:
                 continue
             best = (score(th, utts)[0], -th[j], th[j])
@@ -216,7 +233,8 @@ def model_features(rows, feature_ids: np.ndarray, context: int, embed: bool = Fa
 
 def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[str, list]], l2: float = 1e-2,
                context: int = 1, balance: float = 0.0, real_weight: float = 4.0, log=print,
-               feature_ids: Sequence[int] | None = None, embed: bool = False) -> Tuple[Detector, dict]:
+               feature_ids: Sequence[int] | None = None, embed: bool = False, tune_on: str = "split"
+               ) -> Tuple[Detector, dict]:
     """Fit and tune on cached feature sets ``[(kind, rows)]`` (kind ``real``: real talkers, weight
     ``real_weight`` in training, the recorded tags' thresholds chosen on them in dev)."""
     from pyutils.tags import challenge_tags
@@ -250,11 +268,11 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
                     "context": np.int64(context), "feature_ids": fids, "embed": np.int64(embed)})
-    det.thresholds, _ = tune_thresholds(det, dev, real_ids)
-    sources = choose_sources(det, dev, naive, real_ids)
+    det.thresholds, _ = tune_thresholds(det, dev, real_ids, tune_on=tune_on)
+    sources = choose_sources(det, dev, naive, real_ids, tune_on)
     counts = match_counts({u: ev for u, _, _, ev in dev},
                           {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
-    report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
+    report = {"train_utts": len(tr), "tune_on": tune_on, "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
               "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2, "balance": balance,
               "real_weight": real_weight, "context": context, "embed": embed, "loss": final,
@@ -299,6 +317,8 @@ def main(argv=None) -> int:
     ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
     ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
+    ap.add_argument("--tune-on", choices=("split", "all"), default="split",
+                    help="thresholds/sources of the recorded tags on the real dev set only (split) or on all dev sets")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -312,7 +332,7 @@ def main(argv=None) -> int:
             if a.corpus or a.real_dev:
                 raise ValueError("give either --train-feats/--dev-feats or --corpus/--real-dev")
             det, report = train_sets([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
-                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed)
+                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed, tune_on=a.tune_on)
         else:
             det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance,
                                 a.real_weight)
