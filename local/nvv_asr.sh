@@ -64,7 +64,7 @@ bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
 asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or --whisper true: Whisper fine-tuned);
                          # cascade: frozen Whisper base text + a YAMNet NVV detector fitted on the corpus, tags
                          # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
-detector_train_utts=400  # cascade: corpus train utterances the detector is fitted on (0: all)
+detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.train (e.g. "--l2 0.03")
