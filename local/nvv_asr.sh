@@ -200,7 +200,7 @@ if [ -z "${asr_tag}" ]; then
 fi
 # decode dir: ESPnet's naming, the decoding config's name (decode_asr...) and the model's
 if [ "${asr_method}" = cascade ]; then
-  : "${asr_exp:=${expdir}/asr_cascade_${lang}}"
+  : "${asr_exp:=${expdir}/asr_cascade_${preset}_${lang}}"
   : "${inference_tag:=decode_cascade}"
 fi
 : "${asr_exp:=${expdir}/asr_${asr_tag}}"

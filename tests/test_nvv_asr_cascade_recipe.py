@@ -85,7 +85,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
            "--real_speech", "false"]
     r = run(cmd, rdir, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    exp = rdir / "exp" / "asr_cascade_en"
+    exp = rdir / "exp" / "asr_cascade_default_en"
     assert "stage 3: not used by --asr_method cascade" in r.stdout
     # stage 4: cached features with verified markers
     assert (exp / "feats" / "corpus_train.1.npz").is_file() and (exp / "feats" / ".corpus_train.done").is_file()
@@ -115,7 +115,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert len((dec / "text").read_text().splitlines()) == 3
     # stages 7-8 as for ESPnet
     assert (dec / "score" / "track1.json").is_file()
-    assert (rdir / "submission" / "asr_cascade_en" / "track1_test.jsonl").is_file()
+    assert (rdir / "submission" / "asr_cascade_default_en" / "track1_test.jsonl").is_file()
     assert "model: cascade" in (exp / "decode_cascade" / "RESULTS.md").read_text()
     # a rerun of stages 4-5 skips both (markers intact)
     r = run([*cmd[:3], "--stage", "4", "--stop-stage", "5", *cmd[5:]], rdir, timeout=300)
