@@ -317,8 +317,9 @@ def main(argv=None) -> int:
     ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
     ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
-    ap.add_argument("--tune-on", choices=("split", "all"), default="split",
-                    help="thresholds/sources of the recorded tags on the real dev set only (split) or on all dev sets")
+    ap.add_argument("--tune-on", choices=("split", "all"), default="all",
+                    help="thresholds/sources of each tag on all dev sets (all), or of the recorded tags on the "
+                         "real dev set only (split: how the shipped model was made)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
