@@ -57,7 +57,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
   mkdir -p "${_featdir}/log"
   if [ "${use_mini}" = true ]; then
     for s in train dev; do
-      [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found (chorus-synth nvv writes the event times the detector is fitted on)" >&2; exit 1; }
+      [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there" >&2; exit 1; }
     done
     _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
     _sig_dv=$(cat "${mini_dir}/data/dev/wav.scp" "${mini_dir}/events/dev.jsonl" | md5sum | cut -d' ' -f1)
