@@ -5,15 +5,18 @@
 
 Once per set (cached under ``--work``): YAMNet features (:mod:`pyutils.nvv_detect.features`) of
 the corpus train/dev/test splits and of the real-NVV train/dev/test sets
-(:mod:`pyutils.nvv_detect.devset`; English speech, so only with ``--lang en`` for the test
-columns... the train/dev ones are used for both languages, as stage 4 of the recipe does), and
-one frozen-Whisper decoding of each test set without events (``pyutils.asr.cascade --details``:
-words with times and the NVVs Whisper wrote as text). Per variant: the detector is fitted as stage 5
-fits it (:func:`pyutils.nvv_detect.train.train_sets`), its events on each test set are merged
-with the text events and placed on the cached words exactly as ``pyutils.asr.cascade`` does
+(:mod:`pyutils.nvv_detect.devset`: English talkers; their train/dev sets are used for both
+languages, as stage 4 of the recipe does), and one frozen-Whisper decoding of each test set
+without events (``pyutils.asr.cascade --details``: words with times and the NVVs Whisper
+wrote as text). Per variant the detector is fitted as stage 5 fits it
+(:func:`pyutils.nvv_detect.train.train_sets`), its events on each test set are merged with the
+text events and placed on the cached words as ``pyutils.asr.cascade`` does
 (:func:`pyutils.asr.nvv_words.merge_events`, :func:`pyutils.asr.placement.tagged_transcript`),
-and ``chorus-score track1`` scores the result; event P/R/F1 (:func:`pyutils.nvv_detect.events.match_counts`)
-beside it. The Whisper text is the same in every variant: only the tags differ.
+and the Track 1 scorer scores the result; event F1 (:func:`pyutils.nvv_detect.events.match_counts`)
+beside it. The Whisper text is the same in every variant: only the tags differ (on the ci
+corpus this path reproduced the recipe's stage 7 Track1Score to the last digit).
+Files already in ``--work`` (``feats/<set>.npz``, ``whisper/<set>/details.jsonl``) are used as
+they are, e.g. the recipe's stage 4 features and stage 6 details.
 """
 
 from __future__ import annotations
