@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", choices=("en", "zh"), required=True)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--max-train", type=int, default=0, help="corpus train utterances (0: all)")
-    ap.add_argument("--variants", default="", help="comma-separated names (prefixes) of VARIANTS; default all")
+    ap.add_argument("--variants", default="", help="names (prefixes) of VARIANTS separated by ;, default all")
     ap.add_argument("--md", type=Path)
     a = ap.parse_args(argv)
     t0 = time.time()
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
              "real test (en)": ("real_test", real_test / "wav.scp", real_test / "ref.jsonl", "en")}
     whisper = {k: transcripts(a.work, v[0], v[1], v[3]) for k, v in tests.items()}
     refs = {k: [json.loads(x) for x in v[2].read_text(encoding="utf-8").splitlines()] for k, v in tests.items()}
-    names = [n for n in VARIANTS if not a.variants or any(n.startswith(p) for p in a.variants.split(","))]
+    names = [n for n in VARIANTS if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
     rows = []
     for name in ["no detector"] + names:
         cells = []
