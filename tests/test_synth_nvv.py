@@ -188,3 +188,16 @@ def test_english_sentences_agree_and_use_us_spelling():
     assert not [s for s in pool if re.search(r"\b[Aa] [aeiou]|boxs|neighbour", s)]
     assert any(" an " in s for s in pool) and any("neighbor" in s for s in pool)
     assert {"an", "neighbor"} <= vocabulary("en")
+
+
+def test_mandarin_events_fall_between_words():
+    from pyutils.synth import nvv_corpus
+    from pyutils.synth.sentences import words, zh_word_boundaries
+
+    assert zh_word_boundaries("妈妈说这件事很奇怪。") == [0, 2, 3, 6, 9]
+    items = nvv_corpus.plan("zh", {"train": 200, "dev": 0, "test": 0}, 4, 0, voice_source="espeak")
+    evs = [(it, e) for it in items for e in it["events"]]
+    assert len(evs) > 150
+    for it, e in evs:     # never inside a word (妈[sniff]妈)
+        assert e["position"] in zh_word_boundaries(it["sentence"]), (it["sentence"], e)
+        assert zh_word_boundaries(it["sentence"])[-1] == len(words(it["sentence"], "zh"))

@@ -144,3 +144,21 @@ def test_packaged_real_speech_trains_and_is_cut_at_quiet_points(corpus):
     for _, b in spans[:-1]:
         i = int(b * sr)
         assert np.abs(x[i - 800:i + 800]).max() == 0.0           # each cut lies inside a gap
+
+
+def test_neural_bank_voice_renders_in_the_sqa_corpus(tmp_path):
+    from pyutils.synth import sqa_corpus, voice_bank
+
+    try:
+        voice_bank.check_engines(voice_bank.bank_voices("en", 1))
+    except voice_bank.VoiceBankError:
+        pytest.skip("make -C tools voices not run")
+    sizes = {"train": 100, "dev": 0, "test": 0}
+    items = sqa_corpus.plan("en", sizes, 16, 0)
+    piper = [it for it in items if it["voice"]["engine"] == "piper"]
+    assert piper and {it["voice"]["engine"] for it in items} == {"flite", "espeak", "piper", "kokoro"}
+    assert {it["voice"]["engine"] for it in sqa_corpus.plan("en", sizes, 16, 0, "espeak")} == {"flite", "espeak"}
+    (tmp_path / "wav").mkdir()
+    meta = sqa_corpus.render(piper[0], str(tmp_path))
+    x, sr = sf.read(meta["wav"])
+    assert sr == 16000 and len(x) / sr > 1.0 and meta["voice_group"] == "piper" and 1 <= meta["score"] <= 5

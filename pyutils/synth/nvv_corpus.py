@@ -93,6 +93,8 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
                     pos = len(units)
                 elif len(units) > 1 and (lang in ("en", "zh") or len(inner) == len(units) - 1):
                     pos = int(rng.integers(1, len(units)))     # any inner boundary (en/zh draw unchanged)
+                    if lang == "zh" and inner:                 # zh: the nearest word boundary
+                        pos = min(inner, key=lambda b: (abs(b - pos), b))
                 elif inner:
                     pos = inner[int(rng.integers(len(inner)))]
                 else:

@@ -317,16 +317,43 @@ def words(sentence: str, lang: str) -> List[str]:
     return sentence.split()
 
 
+def _zh_lexicon() -> List[str]:
+    """The Mandarin grammar's words: every slot filler and the words of the templates."""
+    import re
+
+    lex = {w for v in _ZH.values() for w in v}
+    lex |= {w for t in _ZH_TEMPLATES for w in re.split(r"\{\w+\}|[。？]", t) if w}
+    return sorted(lex, key=len, reverse=True)
+
+
+def zh_word_boundaries(sentence: str) -> List[int]:
+    """Character positions (as counted by :func:`words`) between the grammar's words, found
+    by longest match over :func:`_zh_lexicon` (a character no word covers is a word alone):
+    ``妈妈说这件事很奇怪。`` -> [0, 2, 3, 6, 9] (妈妈|说|这件事|很奇怪)."""
+    lex = _zh_lexicon()
+    han = "".join(ch for ch in sentence if "\u4e00" <= ch <= "\u9fff")
+    out, i = [0], 0
+    while i < len(han):
+        w = next((w for w in lex if han.startswith(w, i)), han[i])
+        i += len(w)
+        out.append(i)
+    return out
+
+
 def boundaries(sentence: str, lang: str) -> List[int]:
     """Unit positions (as counted by :func:`words`) where an event may go.
 
-    Every boundary for space-delimited languages and zh; for other languages
+    Every boundary for space-delimited languages; for zh the boundaries between words
+    (:func:`zh_word_boundaries`: an NVV inside a word, 妈[sniff]妈, is not what speakers do,
+    and the judge then mishears both halves); for other languages
     written without spaces only the ends and the phrase boundaries (after
     punctuation or a space), so a chunk never starts with a combining vowel
     (Thai) or in the middle of a kana word.
     """
     units = words(sentence, lang)
-    if lang == "zh" or not _is_char_unit_lang(lang):
+    if lang == "zh":
+        return zh_word_boundaries(sentence)
+    if not _is_char_unit_lang(lang):
         return list(range(len(units) + 1))
     out = [0]
     rest = sentence.strip()
