@@ -87,7 +87,9 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
     _sig="shipped $(cat "${_shipped_det}.sha256")"
   else
     log "stage 5: fit the NVV detector on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
-    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector_args}"
+    _det_opts=(--l2 "${detector_l2}")
+    [ "${detector_embed}" = true ] && _det_opts+=(--embed)
+    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${_det_opts[*]} ${detector_args}"
   fi
   _trained=("${_det}" "${_det}.sha256" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --sig "${_sig}"; then
@@ -100,7 +102,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
     else
       log "  log: ${asr_exp}/log/train_detector.log"
       timed espnet_equiv detector_train ${train_cmd} "${asr_exp}/log/train_detector.log" \
-        python -m pyutils.nvv_detect.train "${_train[@]}" "${_dev[@]}" --out "${_det}" \
+        python -m pyutils.nvv_detect.train "${_train[@]}" "${_dev[@]}" "${_det_opts[@]}" --out "${_det}" \
           --report "${asr_exp}/detector_report.json" ${detector_args}
       grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
     fi

@@ -35,6 +35,8 @@ def run(cmd, cwd, timeout=60):
     (["--asr_method", "cascade", "--lang", "de"], "--asr_method cascade supports --lang en and zh"),
     (["--detector_real", "maybe"], "--detector_real must be auto, true or false"),
     (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
+    (["--detector_embed", "yes"], "--detector_embed must be true or false"),
+    (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
 ])
 def test_bad_cascade_options_stop_with_one_message(tmp_path, args, text):
     r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path))
@@ -103,6 +105,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert Detector.load(det).tags[0] == "breath"
     report = json.loads((exp / "detector_report.json").read_text())
     assert report["train_utts"] == 3 and report["dev_utts"] == 3
+    assert report["embed"] is True and report["l2"] == 0.1 and report["tune_on"] == "all"
     assert "asr_method=cascade" in (exp / "recipe_options.sh").read_text().split()
     assert (exp / "log" / "train_detector.log").is_file()
     # stage 6: events, the Track 1 JSONL and the Kaldi text stage 7 scores
