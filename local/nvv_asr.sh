@@ -145,7 +145,6 @@ if [ "${asr_method}" = cascade ]; then
   fi
   case "${lang}" in en|zh) ;; *) echo "$0: --asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" >&2; exit 2 ;; esac
   [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
-  case "${detector_embed}" in true|false) ;; *) echo "$0: --detector_embed must be true or false, got '${detector_embed}'" >&2; exit 2 ;; esac
   [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
 fi
 if [ "${whisper}" = true ]; then
