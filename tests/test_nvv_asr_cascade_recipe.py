@@ -139,3 +139,12 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert [x["utt_id"] for x in rows] == ["a", "b", "c", "d"]
     assert "d: " in r.stderr and "empty transcript" in r.stderr
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_fork_outside_en_zh_uses_the_espnet_path(tmp_path):
+    dst = tmp_path / "egs" / "nvv_asr_de"
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(dst), "--lang", "de"],
+            ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    runsh = (dst / "run.sh").read_text()
+    assert "\nasr_method=espnet " in runsh and "\nasr_method=cascade" not in runsh
