@@ -8,8 +8,10 @@ every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out
 of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
 three scene classes; 76 in all) stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
 (edges repeated), standardised ``z = (f - mu) / sigma`` with the training set's ``mu``,
-``sigma``. (The int8 export has no embedding output, so the 1024-d embeddings are out of
-reach without editing the graph; the logits are the last layer's affine image of them.)
+``sigma``. With ``embed`` (model key, 0/1) the patch's 1024-d YAMNet embedding ``e_i`` (the
+dequantised global-average-pooled activations the classifier layer reads; the int8 export has
+no such output, so :func:`embedding_session` adds one to the graph in memory) is appended:
+``f_i = [l_i, l_{i-1}, l_{i+1}, e_i]``.
 
 Classifier. Multinomial logistic regression, ``P(k | z) = softmax(W^T z + b)_k`` over
 ``none`` + the 16 tags (:mod:`pyutils.nvv_detect.train` fits it). Per-tag thresholds
@@ -29,7 +31,7 @@ scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; 
 for yawn and lipsmack), fixed threshold 0.5.
 
 Model file: one ``.npz`` of plain arrays (``W``, ``b``, ``mu``, ``sigma``, ``classes``,
-``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``) beside ``<file>.sha256``; loading checks the
+``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``, ``embed``) beside ``<file>.sha256``; loading checks the
 SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
 """
 
