@@ -26,14 +26,17 @@ Fit: weighted multinomial logistic regression, minimising
 weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
 corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
 0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
-ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes).
+ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes;
+``--embed``: and the 1024-d embeddings). More than ``MAX_NONE`` ``none`` patches: a uniform
+sample of them, weights scaled by ``n_none / MAX_NONE`` (:func:`fit`).
 
 Thresholds: on the dev utterances (``--real-dev``: real speech + bank dev recordings;
 ``CORPUS/data/dev``: every tag), coordinate ascent over tags (two sweeps, grid 0.10..0.90)
 of the micro event F1 of :func:`pyutils.nvv_detect.events.match_counts`; a tag with no dev
-event keeps 0.5. Then, per tag, the naive zero-shot mapping replaces the classifier where
-its event F1 on the same dev utterances is higher (:func:`choose_sources`). Never tuned on a
-test set.
+event keeps 0.5. ``--tune-on all`` (default): every tag on all dev utterances; ``split``:
+the tags with real dev events on those alone (how the shipped model was made). Then, per
+tag, the naive zero-shot mapping replaces the classifier where its event F1 on the same dev
+utterances is higher (:func:`choose_sources`). Never tuned on a test set.
 """
 
 from __future__ import annotations
