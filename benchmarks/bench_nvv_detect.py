@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     if a.corpus:
         sets[f"corpus test ({a.corpus.name}, all tags)"] = (None, corpus_utts(a.corpus, "test"))
     det = Detector.load(a.model)
-    feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids)
+    feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
     test_events = naive_test_events = None
     for name, (d, utts) in sets.items():

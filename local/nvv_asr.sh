@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# NVV-aware ASR with ESPnet (NVVSpeech Challenge Track 1: audio in, tagged transcript out).
+# NVV-aware ASR (NVVSpeech Challenge Track 1: audio in, tagged transcript out).
 # Generic stage script shared by egs/nvv_asr_* (and reused by egs/vivc, egs/nvv_tts):
-# run it from a recipe dir, through the recipe's thin run.sh. Stages:
+# run it from a recipe dir, through the recipe's thin run.sh. Stages (--asr_method espnet):
 #   0 corpus   1 data prep   2 format/dump   3 tokens   4 collect stats
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
+# --asr_method cascade (the default of egs/nvv_asr_{en,zh}/run.sh; stages 3-6 in
+# local/nvv_asr_cascade.sh): 2 dumps the test sets only, 3 not used, 4 YAMNet features of
+# the corpus, 5 fit the NVV detector, 6 detector events + frozen Whisper text -> tagged text.
 # Every stage is resumable; every Python step logs (<exp>/log/<step>.log, the set's log/,
 # ESPnet's own logdir/), and a failure prints "stage N failed at nvv_asr.sh:<line>" and the
 # log to read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.
@@ -60,6 +63,19 @@ token_type=bpe           # bpe|char|whisper (whisper: Whisper's own BPE, set by 
 nbpe=150                 # BPE vocabulary size (token_type=bpe)
 bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
 
+# Method
+asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or --whisper true: Whisper fine-tuned);
+                         # cascade: frozen Whisper base text + a YAMNet NVV detector fitted on the corpus, tags
+                         # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
+detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
+detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
+                         # tools/models/{real_speech,nvv_bank} are installed) | true | false
+detector_embed=true      # cascade: the 1024-d YAMNet embeddings beside the logits as detector features (measured
+                         # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
+detector_l2=0.1          # cascade: L2 weight of the detector's softmax regression
+detector_args=           # cascade: extra arguments of pyutils.nvv_detect.train (e.g. "--real-weight 8")
+cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--pack", "--model DIR")
+
 # Pretrained Whisper (fine-tuning instead of training from scratch)
 whisper=false            # true: fine-tune pretrained Whisper (conf/train_asr_whisper_<preset>.yaml, Whisper tokens, tags atomic)
 whisper_model=           # Whisper weights: base (installed by make -C tools) or a path (CTranslate2/transformers dir, openai .pt); empty: as in the config
@@ -85,7 +101,9 @@ copy_results=auto        # copy <decode dir>/RESULTS.md to the exp dir and the r
 help_message=$(cat <<EOF
 Usage: $0 [options]   (run from a recipe dir through its run.sh)
 
-NVV-aware ESPnet ASR recipe, stages 0-8:
+NVV-aware ASR recipe, stages 0-8 (--asr_method espnet: the ESPnet stages below;
+--asr_method cascade: 2 dump of the test sets, 3 not used, 4 YAMNet features of the corpus,
+5 fit the NVV detector, 6 detector events + frozen Whisper text -> tagged transcripts):
   0 corpus (mini corpus, or check the real corpora named in db.sh)
   1 data prep (Kaldi data dirs; real corpora via chorus-prep)
   2 format: 16 kHz mono dump + utt2dur, too short/long training utts removed
@@ -96,10 +114,11 @@ NVV-aware ESPnet ASR recipe, stages 0-8:
   8 package the Track 1 submission (chorus-score package-track1)
 
 Examples:
-  ./run.sh                                   # default preset, all stages
+  ./run.sh                                   # default preset, all stages (egs/nvv_asr_{en,zh}: the cascade)
+  ./run.sh --asr_method espnet               # the ESPnet conformer trained from scratch
   ./run.sh --preset ci                       # CI-sized run
   ./run.sh --stage 5 --ngpu 1 --asr_config conf/tuning/train_asr_conformer_large.yaml
-  ./run.sh --whisper true                    # fine-tune pretrained Whisper base (tags as new tokens)
+  ./run.sh --asr_method espnet --whisper true   # fine-tune pretrained Whisper base (tags as new tokens)
   ./run.sh --whisper true --whisper_model ~/.cache/hf/faster-whisper-small   # another Whisper
   # decode any Kaldi data dir (wav.scp) with a trained model:
   ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default_en_bpe300
@@ -121,6 +140,16 @@ done
 
 case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large, got '${preset}'" >&2; exit 2 ;; esac
 case "${whisper}" in true|false) ;; *) echo "$0: --whisper must be true or false, got '${whisper}'" >&2; exit 2 ;; esac
+case "${asr_method}" in espnet|cascade) ;; *) echo "$0: --asr_method must be espnet or cascade, got '${asr_method}'" >&2; exit 2 ;; esac
+case "${detector_real}" in auto|true|false) ;; *) echo "$0: --detector_real must be auto, true or false, got '${detector_real}'" >&2; exit 2 ;; esac
+if [ "${asr_method}" = cascade ]; then
+  if [ "${whisper}" = true ]; then
+    echo "$0: --whisper true fine-tunes Whisper inside ESPnet: give --asr_method espnet with it (the cascade keeps Whisper frozen)" >&2; exit 2
+  fi
+  case "${lang}" in en|zh) ;; *) echo "$0: --asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" >&2; exit 2 ;; esac
+  [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
+  [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
+fi
 if [ "${whisper}" = true ]; then
   token_type=whisper
   feats_normalize=none   # Whisper normalises its own log-mel features
@@ -144,7 +173,8 @@ _ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2) 
 _auto_tests=false
 if [ "${test_sets}" = auto ]; then
   _auto_tests=true
-  if [ "${preset}" = ci ]; then test_sets=test; else test_sets="dev test"; fi
+  # (the cascade's dev split chooses the detector's thresholds: its score would flatter it)
+  if [ "${preset}" = ci ] || [ "${asr_method}" = cascade ]; then test_sets=test; else test_sets="dev test"; fi
 fi
 
 # Real corpora named in db.sh (training data) and the official Track 1 test set.
@@ -176,6 +206,10 @@ if [ -z "${asr_tag}" ]; then
   [ "${nvv_tags}" = true ] || asr_tag+="_notags"
 fi
 # decode dir: ESPnet's naming, the decoding config's name (decode_asr...) and the model's
+if [ "${asr_method}" = cascade ]; then
+  : "${asr_exp:=${expdir}/asr_cascade_${preset}_${lang}}"
+  : "${inference_tag:=decode_cascade}"
+fi
 : "${asr_exp:=${expdir}/asr_${asr_tag}}"
 : "${inference_tag:=$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)}"
 : "${decode_root:=${asr_exp}/${inference_tag}}"
@@ -252,13 +286,15 @@ write_results() {
       --start "${_run_t0}" --stages "${stage}-${_cur_stage}" --json "${decode_root}/overhead.json"
   ${decode_cmd} "${decode_root}/log/results.log" \
     python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
-      --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-config "${asr_config}" \
+      --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-method "${asr_method}" --asr-config "${asr_config}" \
       --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
       --out "${decode_root}/RESULTS.md"
   [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    # The from-scratch default model owns RESULTS.md; the Whisper path has its own file.
+    # The default path (egs/nvv_asr_*/run.sh: the cascade) owns RESULTS.md; the ESPnet
+    # conformer and the Whisper fine-tuning have their own files.
     local _name=RESULTS.md
+    [ "${asr_method}" = espnet ] && _name=RESULTS_conformer.md
     [ "${whisper}" = true ] && _name=RESULTS_whisper.md
     ${decode_cmd} "${decode_root}/log/copy_results.log" \
       python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
@@ -404,7 +440,8 @@ fi
 if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   _cur_stage=2; stage_begin 2 "format"
   log "stage 2: format audio (${fs} Hz mono PCM16) -> ${dumpdir}/raw"
-  if [ "${skip_train}" = true ]; then _sets=${test_sets}; else _sets="${train_set} ${valid_set} ${test_sets}"; fi
+  # (the cascade trains no ESPnet model: its detector reads the corpus itself, stage 4)
+  if [ "${skip_train}" = true ] || [ "${asr_method}" = cascade ]; then _sets=${test_sets}; else _sets="${train_set} ${valid_set} ${test_sets}"; fi
   _sets=$(echo "${_sets}" | tr ' ' '\n' | awk 'NF && !seen[$0]++')
   for dset in ${_sets}; do
     _src=${datadir}/${dset}
@@ -449,7 +486,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     log "  ${_out}: $(nlines "${_out}/wav.scp") utterances, $(awk '{s+=$2} END {printf "%.1f", s/3600}' "${_out}/utt2dur") h"
   done
   # Remove too short / too long / empty-text utterances from training and validation.
-  _filter_sets="${train_set} ${valid_set}"; [ "${skip_train}" = true ] && _filter_sets=""
+  _filter_sets="${train_set} ${valid_set}"; { [ "${skip_train}" = true ] || [ "${asr_method}" = cascade ]; } && _filter_sets=""
   for dset in ${_filter_sets}; do
     _org=${dumpdir}/raw/org/${dset}; _out=${dumpdir}/raw/${dset}
     mkdir -p "${_out}"
@@ -465,8 +502,14 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   done
 fi
 
+# Stages 3-6 of --asr_method cascade (frozen Whisper text + the NVV detector) live in
+# local/nvv_asr_cascade.sh; the ESPnet stages 3-6 below run only with --asr_method espnet.
+if [ "${asr_method}" = cascade ]; then
+  . "$(dirname "${BASH_SOURCE[0]}")/nvv_asr_cascade.sh"
+fi
+
 # ---------------------------------------------------------------- stage 3
-if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ]; then
+if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
   _cur_stage=3; stage_begin 3 "tokens"
   log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
   mkdir -p "${token_dir}"
@@ -515,7 +558,7 @@ _train_dir=${dumpdir}/raw/${train_set}
 _valid_dir=${dumpdir}/raw/${valid_set}
 _common_opts=(--use_preprocessor true --token_type "${_espnet_token_type}" --token_list "${token_list}"
   "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
   _cur_stage=4; stage_begin 4 "stats"
   log "stage 4: collect stats -> ${asr_stats_dir}"
   [ -f "${asr_config}" ] || { echo "$0: training config ${asr_config} not found" >&2; exit 1; }
@@ -548,7 +591,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
+if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
   _cur_stage=5; stage_begin 5 "train"
   log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
   _trained=("${asr_exp}/${inference_model}" "${asr_exp}/config.yaml" "${asr_exp}/recipe_options.sh")
@@ -589,7 +632,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
 fi
 
 # ---------------------------------------------------------------- stage 6
-if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
+if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ] && [ "${asr_method}" = espnet ]; then
   _cur_stage=6; stage_begin 6 "decode"
   log "stage 6: decode ${test_sets} with ${asr_exp}/${inference_model} (${inference_config})"
   [ -f "${asr_exp}/config.yaml" ] || { echo "$0: ${asr_exp}/config.yaml not found: train first (stage 5) or give --asr_exp" >&2; exit 1; }

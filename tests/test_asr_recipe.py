@@ -189,7 +189,7 @@ def test_stage2_redoes_a_dump_whose_output_was_deleted(tmp_path):
         if p.name in ("cmd.sh", "conf", "db.sh", "local", "path.sh", "run.sh", "utils"):
             (rdir / p.name).symlink_to(p.resolve())
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "2", "--nj", "1"]
+    cmd = ["./run.sh", "--asr_method", "espnet", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "2", "--nj", "1"]
     r = subprocess.run(cmd, cwd=rdir, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     dump = rdir / "dump" / "raw" / "test"

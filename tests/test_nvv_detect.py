@@ -214,3 +214,39 @@ def test_overlapping_events_keep_the_naive_tag_then_the_best_ratio():
     assert kept == [laugh, far]
     assert suppress_overlaps([((0, 2.0), hum), ((0, 3.6), cough)]) == [cough]     # overlap 1.5-1.6 s
     assert suppress_overlaps([((0, 1.3), far), ((0, 3.6), cough)]) == [cough, far]
+
+
+def test_cached_features_round_trip_and_checksum(tmp_path):
+    from pyutils.nvv_detect.features import Utt, load, save
+
+    rng = np.random.default_rng(1)
+    rows = [Utt(f"u{i}", np.arange(n) * 0.24, rng.normal(size=(n, 521)).astype(np.float32),
+                rng.random((n, 16)).astype(np.float32), [{"tag": "laugh", "start": 0.5, "end": 0.9}] * i,
+                rng.random((n, 1024)).astype(np.float16)) for i, n in enumerate((3, 5))]
+    path = tmp_path / "f.npz"
+    save(rows, "real", path)
+    kind, back = load(path)
+    assert kind == "real" and [r.utt for r in back] == ["u0", "u1"]
+    assert np.array_equal(back[1].logits, rows[1].logits) and back[1].events == rows[1].events
+    assert back[0].emb.shape == (3, 1024) and np.array_equal(back[1].emb, rows[1].emb)
+    with pytest.raises(ValueError):
+        save(rows, "synthetic", tmp_path / "g.npz")
+    path.write_bytes(path.read_bytes()[:-1] + b"x")
+    with pytest.raises(DetectorError, match="SHA-256"):
+        load(path)
+
+
+def test_model_input_with_embeddings_and_shape_check():
+    from pyutils.nvv_detect.model import EMBED_DIM, model_input
+
+    lg, emb = np.ones((4, 521)), np.full((4, EMBED_DIM), 2.0)
+    f = model_input(lg, emb, np.arange(6), 1, True)
+    assert f.shape == (4, 6 * 3 + EMBED_DIM) and f[0, -1] == 2.0
+    with pytest.raises(DetectorError, match="embeddings"):
+        model_input(lg, None, np.arange(6), 1, True)
+    a = _arrays(d=6 + EMBED_DIM)
+    a["feature_ids"], a["embed"] = np.arange(6), np.int64(1)
+    assert Detector(a).embed
+    a["embed"] = np.int64(0)
+    with pytest.raises(DetectorError, match="inconsistent"):
+        Detector(a)

@@ -127,6 +127,7 @@ if [ "${kind}" = asr ]; then
     NR == 2 { print "# Forked from " src " by utils/fork_recipe.sh (--lang " lang ")." }
     /^#/ { gsub(/English|Mandarin|Chinese/, "'\''" lang "'\''") }
     /^lang=/       { print "lang=" lang "            # text normaliser: pyutils/asr/text_norm.py (FORK HOOK)"; next }
+    /^asr_method=/ { if (lang != "en" && lang != "zh") { print "asr_method=espnet      # the cascade (frozen Whisper + NVV detector) knows en and zh only"; next } }
     /^token_type=/ { print "token_type=" tt; next }
     /^nbpe=/       { next }
     /--nbpe/       { next }

@@ -2,7 +2,7 @@
 
     python -m pyutils.asr.cascade --audio-dir CLIPS/ --lang en --jsonl clips.track1.jsonl
     python -m pyutils.asr.cascade --wav-scp data/test/wav.scp --lang zh --jsonl out.jsonl \\
-        [--events events.jsonl] [--details details.jsonl] [--nvv-text remove|keep|off]
+        [--events events.jsonl] [--details details.jsonl] [--text text] [--nvv-text remove|keep|off]
         [--model base] [--threads 2] [--beam-size 1] [--no-vad] [--pack]
 
 Per file: the audio (wav/flac/ogg/mp3 through libsndfile, anything else through PyAV;
@@ -201,6 +201,8 @@ def run(a) -> int:
         check_not_input(a.jsonl, [("--wav-scp", a.wav_scp), ("--events", a.events)], "--jsonl")
         check_not_input(a.details, [("--wav-scp", a.wav_scp), ("--events", a.events), ("--jsonl", a.jsonl)],
                         "--details")
+        check_not_input(a.text, [("--wav-scp", a.wav_scp), ("--events", a.events), ("--jsonl", a.jsonl),
+                                 ("--details", a.details)], "--text")
     except ScoringError as exc:
         raise CascadeError(str(exc)) from None
     detected = read_events(a.events, a.min_score) if a.events else {}
@@ -232,6 +234,10 @@ def run(a) -> int:
     atomic_write_text(a.jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     if a.details:
         atomic_write_text(a.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in details))
+    if a.text:
+        from pyutils.datadir.io import write_kv
+
+        write_kv(a.text, [(r["utt_id"], r["text_with_nvvs"]) for r in rows])
     from pyutils.scoring.validate import validate_track1
 
     for line in validate_track1(a.jsonl):
@@ -254,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events", help="detected NVV events JSONL (utt_id, tag, start, end, score)")
     p.add_argument("--min-score", type=non_negative_float, default=0.0, help="ignore --events rows below it")
     p.add_argument("--details", help="also write words/events/notes per utterance (JSONL)")
+    p.add_argument("--text", help="also write Kaldi text lines '<utt_id> <tagged transcript>' (what stage 7 scores)")
     p.add_argument("--nvv-text", choices=("remove", "keep", "off"), default="remove",
                    help="NVVs written as text: tag + remove (default), tag + keep, leave alone")
     p.add_argument("--model", default="base", help="base or a CTranslate2 Whisper dir")

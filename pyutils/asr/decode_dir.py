@@ -20,6 +20,13 @@ recognised), in the official Track 1 form. Recordings longer than ``--max-segmen
 are split at pauses into parts that fit Whisper's 30 s window, decoded, and their texts
 joined (``pyutils.asr.long_segments``), so nothing after 30 s is lost. The language and
 token settings come from ``<asr-exp>/recipe_options.sh``, written when the model was trained.
+
+A cascade exp dir (``local/nvv_asr.sh --asr_method cascade``, ``asr_method=cascade`` in its
+``recipe_options.sh``) decodes without the recipe: its NVV detector
+(``pyutils.nvv_detect.model detect``) writes events, :mod:`pyutils.asr.cascade` transcribes
+with frozen Whisper (long-form, never cut) and places them; ``--jsonl`` is validated with the
+official Track 1 parser. A file that cannot be read gets an empty row and a message; the
+others go on.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ class DecodeDirError(Exception):
 
 # recipe_options.sh, written by stage 5: these keys, plain values. It comes with a model
 # dir, i.e. from someone else: it is parsed here, never sourced by a shell.
-RECIPE_OPTIONS = ("lang", "token_type", "nbpe", "nvv_tags", "fs", "whisper", "whisper_model")
+RECIPE_OPTIONS = ("lang", "token_type", "nbpe", "nvv_tags", "fs", "whisper", "whisper_model", "asr_method")
 _OPTION_LINE = re.compile(r"([a-z_]+)=([A-Za-z0-9_./:+@-]*)")
 
 
@@ -79,7 +86,8 @@ def main(argv=None) -> int:
 
 def _main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--asr-exp", required=True, help="trained exp dir (holds config.yaml, valid.acc.ave.pth)")
+    p.add_argument("--asr-exp", required=True, help="trained exp dir (ESPnet: config.yaml, valid.acc.ave.pth; "
+                                                      "cascade: nvv_detector.npz, recipe_options.sh)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--wav-scp", help="wav.scp to decode (paths or pipes, any format/rate)")
     src.add_argument("--data-dir", help="Kaldi data dir to decode (its wav.scp, segments)")
@@ -98,6 +106,9 @@ def _main(argv=None) -> int:
     a = p.parse_args(argv)
 
     exp = os.path.abspath(a.asr_exp)
+    opts = os.path.join(exp, "recipe_options.sh")
+    if os.path.isfile(opts) and read_recipe_options(opts).get("asr_method") == "cascade":
+        return decode_cascade(a, exp, read_recipe_options(opts))
     if not os.path.isfile(os.path.join(exp, "config.yaml")):
         raise DecodeDirError(f"{exp}/config.yaml not found: not a trained ASR exp dir")
     opts = os.path.join(exp, "recipe_options.sh")
@@ -170,6 +181,51 @@ def _main(argv=None) -> int:
         if r.returncode != 0:
             return r.returncode
         print(f"decode_dir: wrote {a.jsonl} (Track 1 JSONL)", file=sys.stderr)
+    return 0
+
+
+def decode_cascade(a, exp: str, opts: dict) -> int:
+    """A cascade exp dir (``local/nvv_asr.sh --asr_method cascade``): its NVV detector's events,
+    then :mod:`pyutils.asr.cascade` (frozen Whisper, long-form: no --max-segment split needed)."""
+    lang = opts["lang"]
+    if lang not in ("en", "zh"):
+        raise DecodeDirError(f"{exp}/recipe_options.sh: lang={lang}: the cascade knows en and zh")
+    det = os.path.join(exp, "nvv_detector.npz")
+    if not os.path.isfile(det):
+        raise DecodeDirError(f"{det} not found (written by stage 5 of local/nvv_asr.sh --asr_method cascade)")
+    out = os.path.abspath(a.out)
+    work = os.path.abspath(a.work_dir or os.path.join(os.path.dirname(out), "decode_work"))
+    os.makedirs(work, exist_ok=True)
+    if a.audio_dir:
+        wav_scp = os.path.join(work, "audio_dir.scp")
+        write_audio_dir_scp(a.audio_dir, wav_scp)
+    else:
+        wav_scp = os.path.abspath(a.wav_scp or os.path.join(a.data_dir, "wav.scp"))
+        if a.data_dir and os.path.isfile(os.path.join(a.data_dir, "segments")):
+            raise DecodeDirError(f"{a.data_dir}/segments: the cascade decodes whole recordings; give a wav.scp "
+                                 f"of the segments' audio (or the recordings themselves: long inputs are fine)")
+    if not os.path.isfile(wav_scp):
+        raise DecodeDirError(f"{wav_scp} not found")
+    from pyutils.datadir.io import DataDirError, read_kv
+    try:
+        if not read_kv(wav_scp):
+            raise DecodeDirError(f"{wav_scp}: no entries")
+    except DataDirError as exc:
+        raise DecodeDirError(str(exc)) from None
+    events = os.path.join(work, "events.jsonl")
+    jsonl = os.path.abspath(a.jsonl) if a.jsonl else os.path.join(work, "track1.jsonl")
+    py = sys.executable
+    steps = [[py, "-m", "pyutils.nvv_detect.model", "detect", "--wav-scp", wav_scp, "--model", det, "--out", events],
+             [py, "-m", "pyutils.asr.cascade", "--wav-scp", wav_scp, "--lang", lang, "--events", events,
+              "--model", opts.get("whisper_model") or "base", "--jsonl", jsonl, "--text", out,
+              "--details", os.path.join(work, "details.jsonl"), "--threads", str(a.nj or 0)]]
+    for cmd in steps:
+        print("decode_dir: " + " ".join(cmd[1:]), file=sys.stderr)
+        r = subprocess.run(cmd)
+        if r.returncode != 0:
+            return r.returncode
+    print(f"decode_dir: wrote {out}" + (f" and {jsonl} (Track 1 JSONL, validated)" if a.jsonl else ""),
+          file=sys.stderr)
     return 0
 
 

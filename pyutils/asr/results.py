@@ -149,8 +149,9 @@ def set_block(name: str, d: str) -> List[str]:
                        + ", ".join(f"{k}={_fmt(v, 4)}" for k, v in sorted(keep.items())[:10]))
             out.append("")
     if rtf is not None:
+        only = f"; {_fmt(rtf.get('rtf_decode'), 4)} decoding only" if rtf.get("decode_only_s") else ""
         out.append(f"RTF: {_fmt(rtf.get('rtf_jobs'), 4)} (decode jobs incl. model load, {rtf.get('jobs')} jobs, "
-                   f"{_fmt(rtf.get('audio_s'), 1)} s audio); {_fmt(rtf.get('rtf_decode'), 4)} decoding only")
+                   f"{_fmt(rtf.get('audio_s'), 1)} s audio){only}")
         out.append("")
     return out
 
@@ -165,8 +166,27 @@ def _flatten(d, prefix=""):
     return out
 
 
+def _cascade_lines(exp: str) -> List[str]:
+    """Model/decoding lines of a cascade exp dir (local/nvv_asr_cascade.sh)."""
+    rep = _load(os.path.join(exp, "detector_report.json")) or {}
+    sha = "?"
+    try:
+        with open(os.path.join(exp, "nvv_detector.npz.sha256"), encoding="utf-8") as f:
+            sha = (f.read().split() or ["?"])[0][:12]
+    except OSError:
+        pass
+    fitted = (f"fitted on {rep.get('train_utts')} utterances ({rep.get('train_patches')} patches), tuned on "
+              f"{rep.get('dev_utts')} dev utterances ({rep.get('real_dev_utts', 0)} real), dev event P/R/F1 "
+              f"{rep.get('dev_micro')}; tags from the naive AudioSet mapping: "
+              f"{', '.join(rep.get('naive_tags', [])) or 'none'}") if rep else "the shipped model"
+    return [f"- model: cascade (`--asr_method cascade`): frozen Whisper base text with word times "
+            f"(faster-whisper int8, greedy, VAD, long-form) + YAMNet NVV detector `nvv_detector.npz` "
+            f"(sha256 {sha}...; {fitted}); events placed at the nearest word/character boundary by time",
+            "- decoding: `pyutils.nvv_detect.model detect` -> `pyutils.asr.cascade --events`"]
+
+
 def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
-          asr_config: str, inference_config: str, data: str) -> str:
+          asr_config: str, inference_config: str, data: str, asr_method: str = "espnet") -> str:
     ov = _load(os.path.join(decode_root, "overhead.json")) or _load(os.path.join(exp, "overhead.json")) or {}
     ms = _model_summary(exp)
     cfg = os.path.join(exp, "config.yaml")
@@ -179,11 +199,15 @@ def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], 
         f"load average at writing {_load_avg()} (shared machine: timings are pessimistic)",
         f"- environment: {_versions()}",
         f"- preset: {preset}; data: {data}",
-        f"- model: `{asr_config}` ({_config_excerpt(cfg, ['encoder', 'encoder_conf', 'decoder_conf', 'model_conf'])}); "
-        f"parameters: {ms.get('params', '?')}; epochs: {ms.get('epochs', '?')}; last valid acc: {_fmt(ms.get('valid_acc'), 3)}",
-        f"- decoding: `{inference_config}` ({_config_excerpt(inference_config, ['beam_size', 'ctc_weight', 'lm_weight', 'penalty', 'maxlenratio'])}), "
-        f"model `{inference_tag}`",
     ]
+    if asr_method == "cascade":
+        lines += _cascade_lines(exp)
+    else:
+        lines += [
+            f"- model: `{asr_config}` ({_config_excerpt(cfg, ['encoder', 'encoder_conf', 'decoder_conf', 'model_conf'])}); "
+            f"parameters: {ms.get('params', '?')}; epochs: {ms.get('epochs', '?')}; last valid acc: {_fmt(ms.get('valid_acc'), 3)}",
+            f"- decoding: `{inference_config}` ({_config_excerpt(inference_config, ['beam_size', 'ctc_weight', 'lm_weight', 'penalty', 'maxlenratio'])}), "
+            f"model `{inference_tag}`"]
     if ov:
         steps = ov.get("steps_s", {})
         st = ov.get("stages", [])
@@ -213,13 +237,14 @@ def main(argv=None) -> int:
     p.add_argument("--test-sets", required=True, help="space-separated")
     p.add_argument("--lang", required=True)
     p.add_argument("--preset", default="")
+    p.add_argument("--asr-method", default="espnet", choices=("espnet", "cascade"))
     p.add_argument("--asr-config", default="")
     p.add_argument("--inference-config", default="")
     p.add_argument("--data", default="")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     text = build(a.exp, a.decode_root or os.path.join(a.exp, a.inference_tag), a.inference_tag, a.test_sets.split(), a.lang, a.preset, a.asr_config,
-                 a.inference_config, a.data)
+                 a.inference_config, a.data, a.asr_method)
     with atomic_write(a.out) as f:
         f.write(text)
     return 0

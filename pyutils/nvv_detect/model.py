@@ -8,8 +8,10 @@ every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out
 of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
 three scene classes; 76 in all) stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
 (edges repeated), standardised ``z = (f - mu) / sigma`` with the training set's ``mu``,
-``sigma``. (The int8 export has no embedding output, so the 1024-d embeddings are out of
-reach without editing the graph; the logits are the last layer's affine image of them.)
+``sigma``. With ``embed`` (model key, 0/1) the patch's 1024-d YAMNet embedding ``e_i`` (the
+dequantised global-average-pooled activations the classifier layer reads; the int8 export has
+no such output, so :func:`embedding_session` adds one to the graph in memory) is appended:
+``f_i = [l_i, l_{i-1}, l_{i+1}, e_i]``.
 
 Classifier. Multinomial logistic regression, ``P(k | z) = softmax(W^T z + b)_k`` over
 ``none`` + the 16 tags (:mod:`pyutils.nvv_detect.train` fits it). Per-tag thresholds
@@ -29,7 +31,7 @@ scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; 
 for yawn and lipsmack), fixed threshold 0.5.
 
 Model file: one ``.npz`` of plain arrays (``W``, ``b``, ``mu``, ``sigma``, ``classes``,
-``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``) beside ``<file>.sha256``; loading checks the
+``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``, ``embed``) beside ``<file>.sha256``; loading checks the
 SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
 """
 
@@ -49,6 +51,9 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
 HOP_S = 0.24
 NAIVE_THRESHOLD = 0.5
 SUPPRESS = True
+CHUNK_HOPS = 1000              # Features.logits: inputs longer than 1000 hops (240 s) go in blocks
+PATCH_SAMPLES = 160 * 95 + 512
+EMBED_OUTPUT, EMBED_DIM = "/model/Reshape_output_0_qdq", 1024
 KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context", "feature_ids")
 #: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
 #: breathing, laughter, ... whistling), every class of TAG_CLASSES (Hiss, Snoring, ...) and
@@ -62,37 +67,104 @@ class DetectorError(RuntimeError):
 
 
 class Features:
-    """YAMNet patch logits with neighbour context (see the module docstring)."""
+    """YAMNet patch logits with neighbour context, and optionally the 1024-d embeddings
+    (see the module docstring)."""
 
     def __init__(self, tagger=None, hop_s: float = HOP_S, context: int = 1, num_threads: int = 1,
-                 feature_ids: Optional[Sequence[int]] = None):
+                 feature_ids: Optional[Sequence[int]] = None, embed: bool = False):
         from pyutils.audio_tagger import YamNet
 
         self.tagger = tagger or YamNet.load(num_threads=num_threads)
-        self.hop_s, self.context = hop_s, context
+        self.hop_s, self.context, self.embed = hop_s, context, embed
         self.feature_ids = np.asarray(feature_ids if feature_ids is not None else default_feature_ids(self.tagger),
                                       dtype=np.int64)
+        self._emb_session = embedding_session(num_threads) if embed else None
 
-    def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
-        """Patch start times (s) and (N, 521) logits."""
+    def _run(self, p: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        if self._emb_session is None:
+            return self.tagger.logits(p).astype(np.float64), None
+        t = self.tagger
+        q = np.clip(np.round(p / t.s_in + t.z_in), 0, 255).astype(np.uint8)
+        lg = np.empty((len(q), len(t.classes)))
+        emb = np.empty((len(q), EMBED_DIM), dtype=np.float32)
+        for i in range(len(q)):
+            out, e = self._emb_session.run(None, {t.input_name: q[i][None, None]})
+            lg[i] = t.s_out * (out.reshape(-1).astype(np.float64) - t.z_out)
+            emb[i] = e.reshape(-1)
+        return lg, emb
+
+    def logits_emb(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+        """Patch start times (s), (N, 521) logits and (N, 1024) embeddings (None unless ``embed``)."""
         from pyutils.audio_tagger import HOP, SR, _to_16k, patches
 
         x = _to_16k(x, sr)
-        p, t = patches(x, max(1, int(round(self.hop_s * SR / HOP))))
-        return t, self.tagger.logits(p).astype(np.float64)
+        hop_frames = max(1, int(round(self.hop_s * SR / HOP)))
+        step = CHUNK_HOPS * hop_frames * HOP          # long inputs: blocks of ~4 min (bounded memory)
+        if len(x) <= step + PATCH_SAMPLES:
+            p, t = patches(x, hop_frames)
+            return (t, *self._run(p))
+        ts, lgs, embs = [], [], []
+        for c in range(0, len(x), step):
+            p, t = patches(x[c:c + step + PATCH_SAMPLES], hop_frames)
+            last = c + step >= len(x) - PATCH_SAMPLES
+            keep = slice(None) if last else t * SR < step
+            ts.append(t[keep] + c / SR)
+            lg, emb = self._run(p[keep])
+            lgs.append(lg)
+            embs.append(emb)
+            if last:
+                break
+        return np.concatenate(ts), np.concatenate(lgs), (np.concatenate(embs) if self.embed else None)
 
-    def stack(self, lg: np.ndarray) -> np.ndarray:
-        parts = [lg]
-        for d in range(1, self.context + 1):
-            prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
-            nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
-            parts += [prev, nxt]
-        return np.concatenate(parts, axis=1)
+    def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Patch start times (s) and (N, 521) logits."""
+        t, lg, _ = self.logits_emb(x, sr)
+        return t, lg
 
     def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, stacked features of the kept classes, raw (N, 521) logits)."""
-        t, lg = self.logits(x, sr)
-        return t, self.stack(lg[:, self.feature_ids]), lg
+        """(starts, model features: stacked logits of the kept classes [+ embeddings], raw (N, 521) logits)."""
+        t, lg, emb = self.logits_emb(x, sr)
+        return t, model_input(lg, emb, self.feature_ids, self.context, self.embed), lg
+
+
+def model_input(lg: np.ndarray, emb: Optional[np.ndarray], feature_ids: np.ndarray, context: int,
+                embed: bool) -> np.ndarray:
+    """The detector's input per patch: ``[stack(l[:, ids], context), e]`` (``e`` only with ``embed``)."""
+    f = stack(np.asarray(lg, dtype=np.float64)[:, feature_ids], context)
+    if embed:
+        if emb is None:
+            raise DetectorError("this model reads YAMNet embeddings: none were computed")
+        f = np.concatenate([f, np.asarray(emb, dtype=np.float64)], axis=1)
+    return f
+
+
+def embedding_session(num_threads: int = 1):
+    """An ONNX Runtime session of the YAMNet graph with a second output: the 1024-d embedding
+    (the dequantised global-average-pooled activations the classifier reads; the int8 export
+    does not expose it, so the graph is loaded with ``onnx`` and the output added in memory)."""
+    import onnx
+    import onnxruntime as ort
+
+    from pyutils.audio_tagger import default_dir
+
+    m = onnx.load(str(default_dir() / "model.onnx"))
+    if EMBED_OUTPUT not in {o for n in m.graph.node for o in n.output}:
+        raise DetectorError(f"{default_dir()}/model.onnx has no tensor {EMBED_OUTPUT}")
+    m.graph.output.append(onnx.helper.make_tensor_value_info(EMBED_OUTPUT, onnx.TensorProto.FLOAT, None))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = num_threads
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def stack(lg: np.ndarray, context: int) -> np.ndarray:
+    """``[l_i, l_{i-1}, l_{i+1}, ..., l_{i-c}, l_{i+c}]`` per row (edges repeated)."""
+    parts = [lg]
+    for d in range(1, context + 1):
+        prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
+        nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
+        parts += [prev, nxt]
+    return np.concatenate(parts, axis=1)
 
 
 def default_feature_ids(tagger) -> List[int]:
@@ -117,11 +189,12 @@ class Detector:
         self.hop_s, self.context = float(arrays["hop_s"]), int(arrays["context"])
         self.feature_ids = arrays["feature_ids"].astype(np.int64)
         self.naive_tags = np.asarray(arrays.get("naive_tags", np.zeros(len(self.classes) - 1)), dtype=bool)
+        self.embed = bool(int(arrays.get("embed", 0)))
         d, k = self.W.shape
         if (self.b.shape != (k,) or self.mu.shape != (d,) or self.sigma.shape != (d,)
                 or len(self.classes) != k or self.classes[0] != "none"
                 or self.thresholds.shape != (k - 1,) or self.naive_tags.shape != (k - 1,)
-                or d != len(self.feature_ids) * (2 * self.context + 1)
+                or d != len(self.feature_ids) * (2 * self.context + 1) + EMBED_DIM * self.embed
                 or not ((self.feature_ids >= 0) & (self.feature_ids < 521)).all()):
             raise DetectorError(f"{path}: model arrays have inconsistent shapes")
 
@@ -155,7 +228,8 @@ class Detector:
                 "mu": self.mu.astype(np.float32), "sigma": self.sigma.astype(np.float32),
                 "classes": np.array(self.classes), "thresholds": self.thresholds.astype(np.float32),
                 "hop_s": np.float64(self.hop_s), "context": np.int64(self.context),
-                "feature_ids": self.feature_ids.astype(np.int64), "naive_tags": self.naive_tags.astype(np.int8)}
+                "feature_ids": self.feature_ids.astype(np.int64), "naive_tags": self.naive_tags.astype(np.int8),
+                "embed": np.int64(self.embed)}
 
     def probs(self, feats: np.ndarray) -> np.ndarray:
         """(N, 17) softmax probabilities of stacked features."""
@@ -239,6 +313,32 @@ def read_scp_audio(scp: Path):
         yield utt, (x.mean(axis=1) if x.ndim == 2 else x), sr
 
 
+def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, str], log=None) -> List[dict]:
+    """Events of every ``{utt: wav.scp value}`` entry (any format, rate, channels, length; audio
+    through :func:`pyutils.asr.cascade.load_audio`). ``det=None``: the naive mapping. An entry
+    that cannot be read gives no events and one ``log`` line; the others go on."""
+    from pyutils.asr.cascade import load_audio
+    from pyutils.datadir.io import AudioReadError
+    from pyutils.tags import challenge_tags
+
+    rows: List[dict] = []
+    for utt, entry in entries.items():
+        try:
+            x = load_audio(entry)
+        except (AudioReadError, OSError, ValueError, RuntimeError) as e:
+            if log:
+                log(f"{utt}: cannot read audio ({e}): no events")
+            continue
+        if len(x) == 0 or not np.isfinite(x).all():
+            if log:
+                log(f"{utt}: empty or non-finite audio: no events")
+            continue
+        t, f, lg = feats(x, 16000)
+        rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if det is None
+                 else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -250,23 +350,21 @@ def main(argv=None) -> int:
     d.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
+    from pyutils.datadir.io import DataDirError, read_kv
     from pyutils.nvv_detect.events import write_events
-    from pyutils.tags import challenge_tags
 
     try:
         det = None if a.naive else Detector.load(a.model)
         feats = Features(hop_s=det.hop_s if det else HOP_S, context=det.context if det else 0,
-                         num_threads=a.threads, feature_ids=det.feature_ids if det else None)
-        rows = []
-        for utt, x, sr in read_scp_audio(a.wav_scp):
-            t, f, lg = feats(x, sr)
-            rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if a.naive
-                     else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))
+                         num_threads=a.threads, feature_ids=det.feature_ids if det else None,
+                         embed=bool(det and det.embed))
+        entries = read_kv(a.wav_scp)
+        rows = detect_entries(det, feats, entries, log=lambda m: print(f"nvv_detect: {m}", file=sys.stderr))
         write_events(rows, a.out)
-    except (DetectorError, TaggerError, OSError, ValueError) as e:
+    except (DetectorError, TaggerError, DataDirError, OSError, ValueError) as e:
         print(f"nvv_detect: error: {e}", file=sys.stderr)
         return 1
-    print(f"nvv_detect: {len(rows)} events -> {a.out}")
+    print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")
     return 0
 
 

@@ -2,6 +2,11 @@
 
     python -m pyutils.nvv_detect.train --corpus CORPUS --real-dev data/nvv_real_dev \\
         --out pyutils/nvv_detect/nvv_detector.npz [--report train_report.json]
+    python -m pyutils.nvv_detect.train --train-feats feats/corpus_train.npz --train-feats feats/real_train.npz \
+        --dev-feats feats/corpus_dev.npz --dev-feats feats/real_dev.npz --out exp/.../nvv_detector.npz
+
+(The second form reads features cached by :mod:`pyutils.nvv_detect.features`, as stage 5 of
+``local/nvv_asr.sh --asr_method cascade`` does; the first computes them itself.)
 
 Training utterances (each with exact event times):
 
@@ -21,14 +26,17 @@ Fit: weighted multinomial logistic regression, minimising
 weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
 corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
 0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
-ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes).
+ordinary speech). Features: :class:`pyutils.nvv_detect.model.Features` (the kept classes;
+``--embed``: and the 1024-d embeddings). More than ``MAX_NONE`` ``none`` patches: a uniform
+sample of them, weights scaled by ``n_none / MAX_NONE`` (:func:`fit`).
 
 Thresholds: on the dev utterances (``--real-dev``: real speech + bank dev recordings;
 ``CORPUS/data/dev``: every tag), coordinate ascent over tags (two sweeps, grid 0.10..0.90)
 of the micro event F1 of :func:`pyutils.nvv_detect.events.match_counts`; a tag with no dev
-event keeps 0.5. Then, per tag, the naive zero-shot mapping replaces the classifier where
-its event F1 on the same dev utterances is higher (:func:`choose_sources`). Never tuned on a
-test set.
+event keeps 0.5. ``--tune-on all`` (default): every tag on all dev utterances; ``split``:
+the tags with real dev events on those alone (how the shipped model was made). Then, per
+tag, the naive zero-shot mapping replaces the classifier where its event F1 on the same dev
+utterances is higher (:func:`choose_sources`). Never tuned on a test set.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
@@ -48,8 +56,8 @@ from pyutils.nvv_detect.model import HOP_S, Detector, DetectorError, Features, r
 GRID = np.round(np.arange(0.10, 0.901, 0.05), 2)
 
 
-def corpus_utts(corpus: Path, split: str) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
-    """``(utt_id, audio, sr, events)`` of a ``chorus-synth nvv`` corpus split."""
+def iter_corpus_utts(corpus: Path, split: str) -> Iterator[Tuple[str, np.ndarray, int, List[dict]]]:
+    """``(utt_id, audio, sr, events)`` of a ``chorus-synth nvv`` corpus split, read one at a time."""
     scp, evp = corpus / "data" / split / "wav.scp", corpus / "events" / f"{split}.jsonl"
     if not scp.is_file() or not evp.is_file():
         raise DetectorError(f"{corpus}: no {scp.name} or {evp.name} for split {split} "
@@ -61,7 +69,12 @@ def corpus_utts(corpus: Path, split: str) -> List[Tuple[str, np.ndarray, int, Li
             events[row["utt_id"]] = list(row["events"])
         except (ValueError, KeyError, TypeError) as e:
             raise DetectorError(f"{evp}:{n}: bad events row: {e}") from e
-    return [(u, x, sr, events.get(u, [])) for u, x, sr in read_scp_audio(scp)]
+    return ((u, x, sr, events.get(u, [])) for u, x, sr in read_scp_audio(scp))
+
+
+def corpus_utts(corpus: Path, split: str) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
+    """``(utt_id, audio, sr, events)`` of a ``chorus-synth nvv`` corpus split."""
+    return list(iter_corpus_utts(corpus, split))
 
 
 def devset_dir_utts(d: Path) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
@@ -72,10 +85,10 @@ def devset_dir_utts(d: Path) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
     return [(u, x, sr, ev.get(u, [])) for u, x, sr in read_scp_audio(d / "wav.scp")]
 
 
-def real_train_utts(variants: int) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
+def real_train_utts(variants: int, split: str = "train") -> List[Tuple[str, np.ndarray, int, List[dict]]]:
     from pyutils.nvv_detect.devset import SR, build
 
-    return [(u["utt_id"], u["audio"], SR, u["events"]) for u in build("train", variants)]
+    return [(u["utt_id"], u["audio"], SR, u["events"]) for u in build(split, variants)]
 
 
 def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[str]) -> np.ndarray:
@@ -97,22 +110,8 @@ def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[s
     return y
 
 
-def featurise(feats: Features, utts: Iterable, naive: Dict[str, np.ndarray] | None = None
-              ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
-    """``(utt, starts, features, events)``; with ``naive``, also fills ``{utt: naive_probs}``."""
-    from pyutils.nvv_detect.model import naive_probs
-    from pyutils.tags import challenge_tags
-
-    out = []
-    for u, x, sr, ev in utts:
-        t, f, lg = feats(x, sr)
-        if naive is not None:
-            naive[u] = naive_probs(feats.tagger, lg, challenge_tags())
-        out.append((u, t, f, ev))
-    return out
-
-
-def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str]) -> Dict[str, list]:
+def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str],
+                   tune_on: str = "split") -> Dict[str, list]:
     """Per tag: the naive mapping replaces the classifier when its event F1 on the tag's dev
     utterances (real dev for the recorded tags, else the corpus dev) is higher. Sets
     ``det.naive_tags``; returns ``{tag: [F1 model, F1 naive]}``."""
@@ -128,7 +127,7 @@ def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: S
     chosen = np.zeros(len(tags), dtype=bool)
     choice = {}
     for j, tag in enumerate(tags):
-        utts = real if tag in real_tags else synth
+        utts = list(ref) if tune_on == "all" else real if tag in real_tags else synth
         keep = set(utts)
         mc = match_counts(ref, {u: h for u, h in model_hyp.items() if u in keep}, utts).get(tag)
         nc = match_counts(ref, {u: frames_to_events(u, t, naive[u][:, [j]], [tag], [NAIVE_THRESHOLD])
@@ -140,13 +139,27 @@ def choose_sources(det: Detector, dev, naive: Dict[str, np.ndarray], real_dev: S
     return choice
 
 
+MAX_NONE = 12000   # fit: at most this many "none" patches (a uniform sample, weights scaled up)
+
+
 def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
-        balance: float = 0.0, sample_weight: np.ndarray | None = None):
-    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss)."""
+        balance: float = 0.0, sample_weight: np.ndarray | None = None, max_none: int = MAX_NONE):
+    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss).
+
+    More than ``max_none`` patches of class 0 (``none``: ordinary speech and pauses, most of
+    a large corpus): a uniform sample of ``max_none`` of them (fixed seed) with their weights
+    multiplied by ``n_none / max_none``, so the weighted loss keeps its expectation and the
+    cost per L-BFGS step stays bounded."""
     from scipy.optimize import minimize
 
     keep = y >= 0
     sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    none = np.flatnonzero(keep & (y == 0))
+    if len(none) > max_none:
+        drop = np.random.default_rng(0).permutation(none)[max_none:]
+        keep[drop] = False
+        sw = sw.copy()
+        sw[y == 0] *= len(none) / max_none
     X, y, sw = X[keep], y[keep], sw[keep]
     mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
     Z = (X - mu) / sigma
@@ -175,12 +188,13 @@ def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int =
 
 
 def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarray, List[dict]]],
-                    real_dev: Sequence[str] = (), sweeps: int = 2
+                    real_dev: Sequence[str] = (), sweeps: int = 2, tune_on: str = "split"
                     ) -> Tuple[np.ndarray, Dict[str, List[int]]]:
     """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring).
 
-    A tag with events in the real dev utterances (ids in ``real_dev``) is tuned on those
-    alone; any other tag on the rest (the corpus dev split).
+    ``tune_on="split"``: a tag with events in the real dev utterances (ids in ``real_dev``) is
+    tuned on those alone, any other tag on the rest (the corpus dev split); ``"all"``: every
+    tag on all dev utterances.
     """
     probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
     ref = {u: ev for u, _, _, ev in dev}
@@ -199,7 +213,8 @@ def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarr
 
     for _ in range(sweeps):
         for j, tag in enumerate(tags):
-            utts = real if tag in real_tags else synth if tag in synth_tags else None
+            utts = (list(ref) if tune_on == "all" and tag in real_tags | synth_tags
+                    else real if tag in real_tags else synth if tag in synth_tags else None)
             if not utts:
                 continue
             best = (score(th, utts)[0], -th[j], th[j])
@@ -211,40 +226,60 @@ def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarr
     return th, score(th, list(ref))[1]
 
 
-def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
-          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
-          log=print) -> Tuple[Detector, dict]:
+def model_features(rows, feature_ids: np.ndarray, context: int, embed: bool = False
+                   ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
+    """``(utt, starts, model input, events)`` of cached rows (:mod:`pyutils.nvv_detect.features`)."""
+    from pyutils.nvv_detect.model import model_input
+
+    return [(r.utt, r.starts, model_input(r.logits, r.emb, feature_ids, context, embed), r.events) for r in rows]
+
+
+def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[str, list]], l2: float = 1e-2,
+               context: int = 1, balance: float = 0.0, real_weight: float = 4.0, log=print,
+               feature_ids: Sequence[int] | None = None, embed: bool = False, tune_on: str = "split"
+               ) -> Tuple[Detector, dict]:
+    """Fit and tune on cached feature sets ``[(kind, rows)]`` (kind ``real``: real talkers, weight
+    ``real_weight`` in training, the recorded tags' thresholds chosen on them in dev)."""
     from pyutils.tags import challenge_tags
 
     t0 = time.time()
+    if not train_sets or not dev_sets:
+        raise DetectorError("need at least one training and one dev feature set")
+    if feature_ids is None:
+        from pyutils.audio_tagger import YamNet
+        from pyutils.nvv_detect.model import default_feature_ids
+
+        feature_ids = default_feature_ids(YamNet.load())
+    fids = np.asarray(feature_ids, dtype=np.int64)
     classes = ["none"] + list(challenge_tags())
-    feats = Features(hop_s=HOP_S, context=context)
-    tr_utts = real_train_utts(train_variants)
-    n_real = len(tr_utts)
-    for c in corpora:
-        tr_utts += corpus_utts(c, "train")
-    tr = featurise(feats, tr_utts)
-    dev_utts = [u for d in real_dev for u in devset_dir_utts(d)]
-    real_ids = [u for u, *_ in dev_utts]
-    for c in corpora:
-        dev_utts += corpus_utts(c, "dev")
-    naive: Dict[str, np.ndarray] = {}
-    dev = featurise(feats, dev_utts, naive)
-    log(f"train: {len(tr)} utterances, dev: {len(dev)}; features {time.time() - t0:.0f} s")
+    tr, weights = [], []
+    for kind, rows in train_sets:
+        part = model_features(rows, fids, context, embed)
+        tr += part
+        weights += [real_weight if kind == "real" else 1.0] * len(part)
+    dev, naive, real_ids = [], {}, []
+    for kind, rows in dev_sets:
+        dev += model_features(rows, fids, context, embed)
+        naive.update({r.utt: r.naive.astype(np.float64) for r in rows})
+        if kind == "real":
+            real_ids += [r.utt for r in rows]
+    log(f"train: {len(tr)} utterances, dev: {len(dev)} ({len(real_ids)} real)")
     X = np.concatenate([f for _, _, f, _ in tr])
     y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
-    sw = np.concatenate([np.full(len(t), real_weight if i < n_real else 1.0) for i, (_, t, _, _) in enumerate(tr)])
+    sw = np.concatenate([np.full(len(t), w) for (_, t, _, _), w in zip(tr, weights)])
     W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
-                    "context": np.int64(context), "feature_ids": feats.feature_ids})
-    det.thresholds, _ = tune_thresholds(det, dev, real_ids)
-    sources = choose_sources(det, dev, naive, real_ids)
+                    "context": np.int64(context), "feature_ids": fids, "embed": np.int64(embed)})
+    det.thresholds, _ = tune_thresholds(det, dev, real_ids, tune_on=tune_on)
+    sources = choose_sources(det, dev, naive, real_ids, tune_on)
     counts = match_counts({u: ev for u, _, _, ev in dev},
                           {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
-    report = {"train_utts": len(tr), "train_patches": int((y >= 0).sum()),
+    report = {"train_utts": len(tr), "tune_on": tune_on, "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
-              "dev_utts": len(dev), "l2": l2, "balance": balance, "real_weight": real_weight, "loss": final, "seconds": round(time.time() - t0, 1),
+              "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2, "balance": balance,
+              "real_weight": real_weight, "context": context, "embed": embed, "loss": final,
+              "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
               "naive_tags": [t for t, n in zip(det.tags, det.naive_tags) if n],
               "dev_f1_model_naive": sources, "dev_counts": counts,
@@ -254,18 +289,40 @@ def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int
     return det, report
 
 
+def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
+          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
+          log=print) -> Tuple[Detector, dict]:
+    """Features computed here (no cache), then :func:`train_sets`."""
+    from pyutils.nvv_detect.features import compute
+
+    feats = Features(hop_s=HOP_S, context=0)
+    trs = [("real", compute(real_train_utts(train_variants), feats))] if train_variants > 0 else []
+    trs += [("corpus", compute(iter_corpus_utts(c, "train"), feats)) for c in corpora]
+    devs = [("real", compute(devset_dir_utts(d), feats)) for d in real_dev]
+    devs += [("corpus", compute(iter_corpus_utts(c, "dev"), feats)) for c in corpora]
+    return train_sets(trs, devs, l2, context, balance, real_weight, log, feats.feature_ids)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, action="append", default=[],
                     help="a chorus-synth nvv corpus dir (its train split trains, its dev split tunes)")
     ap.add_argument("--real-dev", type=Path, action="append", default=[],
                     help="a dir of `python -m pyutils.nvv_detect.devset --split dev`")
+    ap.add_argument("--train-feats", type=Path, action="append", default=[],
+                    help="cached features (pyutils.nvv_detect.features) to train on; replaces --corpus/--real-dev")
+    ap.add_argument("--dev-feats", type=Path, action="append", default=[],
+                    help="cached features to choose thresholds and per-tag sources on")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--train-variants", type=int, default=12)
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--context", type=int, default=1)
     ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
+    ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
+    ap.add_argument("--tune-on", choices=("split", "all"), default="all",
+                    help="thresholds/sources of each tag on all dev sets (all), or of the recorded tags on the "
+                         "real dev set only (split: how the shipped model was made)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -273,7 +330,16 @@ def main(argv=None) -> int:
     from pyutils.synth.nvv_bank import BankError
 
     try:
-        det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance, a.real_weight)
+        if a.train_feats or a.dev_feats:
+            from pyutils.nvv_detect.features import load
+
+            if a.corpus or a.real_dev:
+                raise ValueError("give either --train-feats/--dev-feats or --corpus/--real-dev")
+            det, report = train_sets([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
+                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed, tune_on=a.tune_on)
+        else:
+            det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance,
+                                a.real_weight)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write

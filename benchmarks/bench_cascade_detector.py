@@ -1,0 +1,157 @@
+"""Detector variants of the Track 1 cascade, scored on the mini corpus test split and the real-NVV test set.
+
+    PYTHONPATH=$PWD tools/venv/bin/python benchmarks/bench_cascade_detector.py --corpus CORPUS --lang en \\
+        --work bench_out/cascade_det_en [--md table.md] [--variants base,embed,...]
+
+Once per set (cached under ``--work``): YAMNet features (:mod:`pyutils.nvv_detect.features`) of
+the corpus train/dev/test splits and of the real-NVV train/dev/test sets
+(:mod:`pyutils.nvv_detect.devset`: English talkers; their train/dev sets are used for both
+languages, as stage 4 of the recipe does), and one frozen-Whisper decoding of each test set
+without events (``pyutils.asr.cascade --details``: words with times and the NVVs Whisper
+wrote as text). Per variant the detector is fitted as stage 5 fits it
+(:func:`pyutils.nvv_detect.train.train_sets`), its events on each test set are merged with the
+text events and placed on the cached words as ``pyutils.asr.cascade`` does
+(:func:`pyutils.asr.nvv_words.merge_events`, :func:`pyutils.asr.placement.tagged_transcript`),
+and the Track 1 scorer scores the result; event F1 (:func:`pyutils.nvv_detect.events.match_counts`)
+beside it. The Whisper text is the same in every variant: only the tags differ (on the ci
+corpus this path reproduced the recipe's stage 7 Track1Score to the last digit).
+Files already in ``--work`` (``feats/<set>.npz``, ``whisper/<set>/details.jsonl``) are used as
+they are, e.g. the recipe's stage 4 features and stage 6 details.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from pyutils.nvv_detect import devset  # noqa: E402
+from pyutils.nvv_detect.events import match_counts, micro  # noqa: E402
+from pyutils.nvv_detect.features import compute, load, save  # noqa: E402
+from pyutils.nvv_detect.model import Features  # noqa: E402
+from pyutils.nvv_detect.train import devset_dir_utts, iter_corpus_utts, real_train_utts, train_sets  # noqa: E402
+
+VARIANTS = {
+    # name: (train sets, train_sets kwargs)
+    "logits (as shipped: corpus + real, real weight 4)": (("corpus_train", "real_train"), {}),
+    "logits, thresholds on all dev": (("corpus_train", "real_train"), {"tune_on": "all"}),
+    "logits + embeddings": (("corpus_train", "real_train"), {"embed": True}),
+    "logits + embeddings, l2 0.1": (("corpus_train", "real_train"), {"embed": True, "l2": 0.1}),
+    "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
+                                                           {"embed": True, "l2": 0.1, "tune_on": "all"}),
+}
+
+
+def feature_set(work: Path, name: str, make, kind: str, feats: Features):
+    path = work / "feats" / f"{name}.npz"
+    if not path.is_file():
+        t0 = time.time()
+        save(compute(make(), feats), kind, path)
+        print(f"features {name}: {time.time() - t0:.0f} s", file=sys.stderr)
+    return load(path)
+
+
+def transcripts(work: Path, name: str, wav_scp: Path, lang: str) -> dict:
+    out = work / "whisper" / name
+    det = out / "details.jsonl"
+    if not det.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pyutils.asr.cascade", "--wav-scp", str(wav_scp), "--lang", lang,
+                        "--jsonl", str(out / "hyp.jsonl"), "--details", str(det), "--threads", "2",
+                        "--no-progress"], check=True, cwd=str(REPO))
+    return {r["utt_id"]: r for r in map(json.loads, det.read_text(encoding="utf-8").splitlines())}
+
+
+def track1(details: dict, events: dict, refs: list, lang: str) -> dict:
+    from pyutils.asr.longform import Word
+    from pyutils.asr.nvv_words import Event, merge_events
+    from pyutils.asr.placement import tagged_transcript
+    from pyutils.scoring.track1 import score_track1
+
+    hyp = []
+    for r in refs:
+        d = details.get(r["utt_id"], {})
+        words = [Word(w, s, e, p) for w, s, e, p in d.get("words", [])]
+        text_ev = [Event(e["tag"], e["start"], e["end"], e["score"], "text")
+                   for e in d.get("events", []) if e["source"] == "text"]
+        det = [Event(e["tag"], e["start"], e["end"], e["score"], "detector") for e in events.get(r["utt_id"], [])]
+        hyp.append({"utt_id": r["utt_id"], "text_with_nvvs": tagged_transcript(words, merge_events(text_ev, det), lang)})
+    res = score_track1(refs, hyp, single_language=True)
+    return res.get(lang) or res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, required=True, help="a chorus-synth nvv corpus (train/dev/test, events/)")
+    ap.add_argument("--lang", choices=("en", "zh"), required=True)
+    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--max-train", type=int, default=0, help="corpus train utterances (0: all)")
+    ap.add_argument("--variants", default="", help="names (prefixes) of VARIANTS separated by ;, default all")
+    ap.add_argument("--md", type=Path)
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    feats = Features(context=0, embed=True)
+    (a.work / "feats").mkdir(parents=True, exist_ok=True)
+    mt = a.max_train
+    sets = {
+        "corpus_train": feature_set(a.work, "corpus_train", lambda: (u for i, u in enumerate(
+            iter_corpus_utts(a.corpus, "train")) if not mt or i < mt), "corpus", feats),
+        "corpus_dev": feature_set(a.work, "corpus_dev", lambda: iter_corpus_utts(a.corpus, "dev"), "corpus", feats),
+        "corpus_test": feature_set(a.work, "corpus_test", lambda: iter_corpus_utts(a.corpus, "test"), "corpus", feats),
+        "real_train": feature_set(a.work, "real_train", lambda: real_train_utts(12), "real", feats),
+        "real_dev": feature_set(a.work, "real_dev", lambda: real_train_utts(6, "dev"), "real", feats),
+    }
+    real_test = a.work / "real_test"
+    if not (real_test / "ref.jsonl").is_file():
+        devset.write(devset.build("test"), real_test)
+    sets["real_test"] = feature_set(a.work, "real_test", lambda: devset_dir_utts(real_test), "real", feats)
+    tests = {"corpus test": ("corpus_test", a.corpus / "data" / "test" / "wav.scp", a.corpus / "ref" / "test.jsonl",
+                             a.lang),
+             "real test (en)": ("real_test", real_test / "wav.scp", real_test / "ref.jsonl", "en")}
+    whisper = {k: transcripts(a.work, v[0], v[1], v[3]) for k, v in tests.items()}
+    refs = {k: [json.loads(x) for x in v[2].read_text(encoding="utf-8").splitlines()] for k, v in tests.items()}
+    names = [n for n in VARIANTS if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
+    rows = []
+    for name in ["no detector"] + names:
+        cells = []
+        if name != "no detector":
+            trs, kw = VARIANTS[name]
+            det, rep = train_sets([sets[s] for s in trs], [sets["corpus_dev"], sets["real_dev"]], log=lambda m: None,
+                                  **kw)
+        for k, (set_name, *_r) in tests.items():
+            kind, rws = sets[set_name]
+            ev = {}
+            if name != "no detector":
+                from pyutils.nvv_detect.train import model_features
+
+                for (u, t, f, _), r in zip(model_features(rws, det.feature_ids, det.context, det.embed), rws):
+                    ev[u] = det.events(u, t, f, r.naive.astype(np.float64))
+            ref_ev = {r.utt: r.events for r in rws}
+            f1 = micro(match_counts(ref_ev, ev, list(ref_ev)))[2]
+            s = track1(whisper[k], ev, refs[k], tests[k][3])
+            cells.append((s["Track1Score"], f1, s["F1_micro"], s["mNTD"], s["tagged_transcript_error"]))
+        rows.append((name, cells))
+        print(name, cells, file=sys.stderr)
+    lines = [f"Detector variants ({a.lang}; corpus {a.corpus.name}; Whisper text fixed, only the tags differ)", "",
+             "| variant | " + " | ".join(f"{k} Track1Score | {k} event F1 | {k} tag F1 | {k} mNTD" for k in tests) + " |",
+             "| --- |" + " ---: | ---: | ---: | ---: |" * len(tests)]
+    for name, cells in rows:
+        lines.append(f"| {name} | " + " | ".join(f"{c[0]:.2f} | {c[1]:.3f} | {c[2]:.3f} | {c[3]:.3f}" for c in cells) + " |")
+    lines.append(f"\nwall {time.time() - t0:.0f} s")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.md:
+        a.md.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

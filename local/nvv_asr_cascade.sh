@@ -1,0 +1,143 @@
+# Stages 3-6 of local/nvv_asr.sh --asr_method cascade: sourced by it (never run alone), after
+# its stage 2 (16 kHz dumps of the test sets), with its options, functions and stage clock.
+#   3 not used (Whisper keeps its own tokens; tags are placed by time, not decoded)
+#   4 YAMNet features of the detector's sets: the mini corpus's train (first
+#     --detector_train_utts) and dev splits (exact event times: CORPUS/events/<split>.jsonl),
+#     the real-NVV train/dev sets of pyutils.nvv_detect.devset when installed
+#     (pyutils.nvv_detect.features; --nj jobs per set; verified markers)
+#   5 fit the detector on the train sets, thresholds and per-tag sources on the dev sets
+#     (pyutils.nvv_detect.train) -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
+#     with real corpora (db.sh: no event times) and no real-NVV sets: the shipped detector;
+#     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
+#   6 per test set: detector events (pyutils.nvv_detect.model detect) -> frozen Whisper base
+#     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
+#     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF
+# Stage 7 (score) and 8 (package) of local/nvv_asr.sh read <decode_root>/<set>/text as for ESPnet.
+# shellcheck shell=bash disable=SC2154
+
+_featdir=${asr_exp}/feats
+_det=${asr_exp}/nvv_detector.npz
+_shipped_det=${_chorus_root}/pyutils/nvv_detect/nvv_detector.npz
+_nj_det=$(min "${nj}" 4)
+
+# ---------------------------------------------------------------- stage 3
+if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
+  _cur_stage=3; stage_begin 3 "tokens"
+  log "stage 3: not used by --asr_method cascade (Whisper keeps its own tokens; the tags are placed by time)"
+fi
+
+# ---------------------------------------------------------------- stage 4
+# feats_set NAME SIG ARGS...: features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz.
+feats_set() {
+  local name=$1 sig=$2; shift 2
+  local marker=${_featdir}/.${name}.done outs=() i
+  for i in $(seq "${_nj_det}"); do outs+=("${_featdir}/${name}.${i}.npz" "${_featdir}/${name}.${i}.npz.sha256"); done
+  if stage_done "${marker}" --sig "${sig} $* ${_nj_det} emb"; then
+    log "  ${name}: done, skipping"; return 0
+  fi
+  rm -f "${marker}" "${_featdir}/${name}".*.npz*
+  timed espnet_equiv "yamnet_${name}" ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
+    python -m pyutils.nvv_detect.features "$@" --part JOB --parts "${_nj_det}" --out "${_featdir}/${name}.JOB.npz"
+  stage_mark "${marker}" --sig "${sig} $* ${_nj_det} emb" "${outs[@]}"
+  log "  ${name}: $(grep -h 'patches ->' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " patches"}')"
+}
+
+_use_real=false
+if [ "${detector_real}" != false ]; then
+  if _why=$(python -m pyutils.nvv_detect.features --check-devset 2>&1); then
+    _use_real=true
+  elif [ "${detector_real}" = true ]; then
+    echo "$0: --detector_real true, but the real-NVV set material is missing: ${_why}" >&2; exit 1
+  fi
+fi
+
+if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
+  _cur_stage=4; stage_begin 4 "detector features"
+  log "stage 4: YAMNet features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
+  mkdir -p "${_featdir}/log"
+  if [ "${use_mini}" = true ]; then
+    for s in train dev; do
+      [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there" >&2; exit 1; }
+    done
+    _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
+    _sig_dv=$(cat "${mini_dir}/data/dev/wav.scp" "${mini_dir}/events/dev.jsonl" | md5sum | cut -d' ' -f1)
+    feats_set corpus_train "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
+    feats_set corpus_dev "${_sig_dv}" --corpus "${mini_dir}" --split dev
+  else
+    log "  real corpora (${corpora}) have no NVV event times: no corpus sets for the detector"
+  fi
+  if [ "${_use_real}" = true ]; then
+    _sig_real=$(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)
+    feats_set real_train "${_sig_real}" --devset-split train --variants 12
+    feats_set real_dev "${_sig_real}" --devset-split dev --variants 6
+  else
+    log "  real-NVV sets not used (--detector_real ${detector_real}; material: make -C tools real_speech nvv_bank)"
+  fi
+fi
+
+# ---------------------------------------------------------------- stage 5
+if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
+  _cur_stage=5; stage_begin 5 "train detector"
+  mkdir -p "${asr_exp}/log"
+  _train=() _dev=()
+  for f in "${_featdir}"/corpus_train.*.npz "${_featdir}"/real_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
+  for f in "${_featdir}"/corpus_dev.*.npz "${_featdir}"/real_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+  if [ ${#_train[@]} -eq 0 ] || [ ${#_dev[@]} -eq 0 ]; then
+    log "stage 5: no detector training sets ($(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files): the shipped detector ${_shipped_det}"
+    _sig="shipped $(cat "${_shipped_det}.sha256")"
+  else
+    log "stage 5: fit the NVV detector on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
+    _det_opts=(--l2 "${detector_l2}")
+    [ "${detector_embed}" = true ] && _det_opts+=(--embed)
+    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${_det_opts[*]} ${detector_args}"
+  fi
+  _trained=("${_det}" "${_det}.sha256" "${asr_exp}/recipe_options.sh")
+  if stage_done "${asr_exp}/.train.done" --sig "${_sig}"; then
+    log "  ${_det} is fitted, skipping (remove ${asr_exp}/.train.done to fit again)"
+  else
+    rm -f "${asr_exp}/.train.done"
+    if [[ "${_sig}" == shipped* ]]; then
+      cp "${_shipped_det}" "${_det}.tmp" && mv "${_det}.tmp" "${_det}"
+      cp "${_shipped_det}.sha256" "${_det}.sha256"
+    else
+      log "  log: ${asr_exp}/log/train_detector.log"
+      timed espnet_equiv detector_train ${train_cmd} "${asr_exp}/log/train_detector.log" \
+        python -m pyutils.nvv_detect.train "${_train[@]}" "${_dev[@]}" "${_det_opts[@]}" --out "${_det}" \
+          --report "${asr_exp}/detector_report.json" ${detector_args}
+      grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
+    fi
+    # Options a later decode needs (parsed, never sourced, by pyutils.asr.decode_dir).
+    printf 'lang=%s\nasr_method=cascade\nwhisper_model=%s\n' "${lang}" "${whisper_model:-base}" \
+      > "${asr_exp}/recipe_options.sh"
+    stage_mark "${asr_exp}/.train.done" --sig "${_sig}" "${_trained[@]}"
+  fi
+  log "  detector sha256: $(cut -d' ' -f1 "${_det}.sha256")"
+fi
+
+# ---------------------------------------------------------------- stage 6
+if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
+  _cur_stage=6; stage_begin 6 "decode"
+  log "stage 6: decode ${test_sets}: detector events + frozen Whisper ${whisper_model:-base} (pyutils.asr.cascade)"
+  [ -f "${_det}" ] || { echo "$0: ${_det} not found: fit the detector first (stage 5) or give --asr_exp" >&2; exit 1; }
+  for dset in ${test_sets}; do
+    _data=${dumpdir}/raw/${dset}
+    _dir=${decode_root}/${dset}
+    _logdir=${_dir}/logdir
+    if [ ! -f "${_data}/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/${dset}/wav.scp" ]; then
+      log "  WARNING: no ${datadir}/${dset}: not decoded"; continue
+    fi
+    [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
+    rm -rf "${_logdir}"; mkdir -p "${_logdir}"
+    OMP_NUM_THREADS=1 \
+    timed espnet_equiv nvv_detect ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
+      python -m pyutils.nvv_detect.model detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
+        --out "${_dir}/events.jsonl"
+    timed espnet_equiv cascade ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
+      python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \
+        --events "${_dir}/events.jsonl" --threads "${nj}" --jsonl "${_dir}/track1.jsonl" \
+        --details "${_dir}/details.jsonl" --text "${_dir}/text" --no-progress ${cascade_args}
+    log "  ${_dir}/text: $(nlines "${_dir}/text") utterances, $(nlines "${_dir}/events.jsonl") detected events"
+    ${decode_cmd} "${_dir}/log/rtf.log" \
+      python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"
+  done
+fi

@@ -1,0 +1,150 @@
+"""local/nvv_asr.sh --asr_method cascade: option checks, stages 4-6 on a tiny corpus, decode_dir."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parent.parent
+WHISPER = ROOT / "tools" / "models" / "whisper-base"
+YAMNET = ROOT / "tools" / "models" / "yamnet"
+
+
+def recipe_copy(tmp_path: Path, recipe: str = "nvv_asr_en") -> Path:
+    rdir = tmp_path / "egs" / recipe
+    rdir.mkdir(parents=True)
+    for p in (ROOT / "egs" / recipe).iterdir():
+        if p.name in ("cmd.sh", "conf", "db.sh", "local", "path.sh", "run.sh", "utils"):
+            (rdir / p.name).symlink_to(p.resolve())
+    return rdir
+
+
+def run(cmd, cwd, timeout=60):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--asr_method", "kaldi"], "--asr_method must be espnet or cascade, got 'kaldi'"),
+    (["--asr_method", "cascade", "--whisper", "true"], "give --asr_method espnet with it"),
+    (["--asr_method", "cascade", "--lang", "de"], "--asr_method cascade supports --lang en and zh"),
+    (["--detector_real", "maybe"], "--detector_real must be auto, true or false"),
+    (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
+    (["--detector_embed", "yes"], "--detector_embed expects true or false"),   # utils/parse_options.sh
+    (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
+])
+def test_bad_cascade_options_stop_with_one_message(tmp_path, args, text):
+    r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path))
+    assert r.returncode in (1, 2), r.stdout[-1000:] + r.stderr[-1000:]
+    assert text in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("recipe", ["nvv_asr_en", "nvv_asr_zh"])
+def test_run_sh_defaults_to_the_cascade(recipe):
+    runsh = (ROOT / "egs" / recipe / "run.sh").read_text()
+    assert "\nasr_method=cascade " in runsh and '--asr_method "${asr_method}"' in runsh
+    r = run(["./run.sh", "--help"], ROOT / "egs" / recipe)
+    assert "--asr_method" in r.stdout + r.stderr
+
+
+def _noise(sec, seed, sr=16000):
+    return (np.random.default_rng(seed).normal(size=int(sec * sr)) * 0.05).astype(np.float32)
+
+
+def _tiny_corpus(d: Path):
+    """chorus-synth nvv's layout with event times: a noise burst (the 'laugh') in each utterance."""
+    for s in ("train", "dev", "test"):
+        dd = d / "data" / s
+        dd.mkdir(parents=True)
+        ids = [f"spk1-{s}{i}" for i in range(3)]
+        rows = []
+        for i, u in enumerate(ids):
+            x = _noise(2.0, i) * 0.02
+            x[16000:24000] += _noise(0.5, 10 + i) * 10          # the event, 1.0-1.5 s
+            sf.write(d / f"{u}.wav", x, 16000, subtype="PCM_16")
+            rows.append({"utt_id": u, "events": [{"tag": "laugh", "start": 1.0, "end": 1.5}]})
+        (dd / "wav.scp").write_text("".join(f"{u} {d / (u + '.wav')}\n" for u in ids))
+        (dd / "text").write_text("".join(f"{u} hello [laugh] there\n" for u in ids))
+        (dd / "utt2spk").write_text("".join(f"{u} spk1\n" for u in ids))
+        (dd / "spk2utt").write_text("spk1 " + " ".join(ids) + "\n")
+        (dd / "utt2dur").write_text("".join(f"{u} 2.0\n" for u in ids))
+        (d / "events").mkdir(exist_ok=True)
+        (d / "events" / f"{s}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (d / ".done").write_text("")
+
+
+@pytest.mark.skipif(not (WHISPER.is_dir() and YAMNET.is_dir()), reason="make -C tools (whisper-base, yamnet)")
+def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
+    mini = tmp_path / "mini"
+    _tiny_corpus(mini)
+    rdir = recipe_copy(tmp_path)
+    cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--nj", "1", "--detector_real", "false",
+           "--real_speech", "false"]
+    r = run(cmd, rdir, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    exp = rdir / "exp" / "asr_cascade_default_en"
+    assert "stage 3: not used by --asr_method cascade" in r.stdout
+    # stage 4: cached features with verified markers
+    assert (exp / "feats" / "corpus_train.1.npz").is_file() and (exp / "feats" / ".corpus_train.done").is_file()
+    from pyutils.nvv_detect.features import load
+
+    kind, rows = load(exp / "feats" / "corpus_dev.1.npz")
+    assert kind == "corpus" and len(rows) == 3 and rows[0].logits.shape[1] == 521
+    assert rows[0].events == [{"tag": "laugh", "start": 1.0, "end": 1.5}]
+    # stage 5: the detector with its checksum, the report, the options a decode needs
+    from pyutils.io import sha256_file
+    from pyutils.nvv_detect.model import Detector
+
+    det = exp / "nvv_detector.npz"
+    assert (exp / "nvv_detector.npz.sha256").read_text().split()[0] == sha256_file(det)
+    assert Detector.load(det).tags[0] == "breath"
+    report = json.loads((exp / "detector_report.json").read_text())
+    assert report["train_utts"] == 3 and report["dev_utts"] == 3
+    assert report["embed"] is True and report["l2"] == 0.1 and report["tune_on"] == "all"
+    assert "asr_method=cascade" in (exp / "recipe_options.sh").read_text().split()
+    assert (exp / "log" / "train_detector.log").is_file()
+    # stage 6: events, the Track 1 JSONL and the Kaldi text stage 7 scores
+    dec = exp / "decode_cascade" / "test"
+    for f in ("events.jsonl", "track1.jsonl", "details.jsonl", "text", "rtf.json",
+              "logdir/asr_inference.detect.log", "logdir/asr_inference.cascade.log"):
+        assert (dec / f).is_file(), f
+    hyp = [json.loads(line) for line in (dec / "track1.jsonl").read_text().splitlines()]
+    assert [h["utt_id"] for h in hyp] == ["spk1-test0", "spk1-test1", "spk1-test2"]
+    assert len((dec / "text").read_text().splitlines()) == 3
+    # stages 7-8 as for ESPnet
+    assert (dec / "score" / "track1.json").is_file()
+    assert (rdir / "submission" / "asr_cascade_default_en" / "track1_test.jsonl").is_file()
+    assert "model: cascade" in (exp / "decode_cascade" / "RESULTS.md").read_text()
+    # a rerun of stages 4-5 skips both (markers intact)
+    r = run([*cmd[:3], "--stage", "4", "--stop-stage", "5", *cmd[5:]], rdir, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "corpus_train: done, skipping" in r.stdout and "is fitted, skipping" in r.stdout
+    # decode_dir with the cascade exp: any format/rate/channels; a broken file gets an empty row
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    sf.write(clips / "a.flac", _noise(1.0, 1), 16000)
+    sf.write(clips / "b.wav", np.stack([_noise(1.0, 2, 8000)] * 2, axis=1), 8000)
+    sf.write(clips / "c.wav", _noise(0.05, 3), 48000)
+    (clips / "d.ogg").write_bytes(b"not audio")
+    out = tmp_path / "out" / "text"
+    r = run([sys.executable, "-m", "pyutils.asr.decode_dir", "--asr-exp", str(exp), "--audio-dir", str(clips),
+             "--out", str(out), "--jsonl", str(tmp_path / "out" / "t1.jsonl")], ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "t1.jsonl").read_text().splitlines()]
+    assert [x["utt_id"] for x in rows] == ["a", "b", "c", "d"]
+    assert "d: " in r.stderr and "empty transcript" in r.stderr
+    assert len(out.read_text().splitlines()) == 4
+
+
+def test_fork_outside_en_zh_uses_the_espnet_path(tmp_path):
+    dst = tmp_path / "egs" / "nvv_asr_de"
+    r = run([str(ROOT / "utils" / "fork_recipe.sh"), str(ROOT / "egs" / "nvv_asr_en"), str(dst), "--lang", "de"],
+            ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    runsh = (dst / "run.sh").read_text()
+    assert "\nasr_method=espnet " in runsh and "\nasr_method=cascade" not in runsh
