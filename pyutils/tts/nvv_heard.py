@@ -25,10 +25,12 @@ the rule of ``YamNet.heard``). With ``W = [start - tol, end + tol]``:
 * **recall** = requested events heard in the patches overlapping ``W``, / requested
   events; **clip recall** = requested events whose tag is heard anywhere in the clip;
 * **false alarms**: per patch and tag, the same rule on that patch alone; a run of
-  consecutive patches where tag ``t`` is heard and none of which overlaps a window ``W``
-  of a requested ``t`` of that utterance counts as one false alarm (the class heard where
-  it was not requested); reported as a count and per minute of audio,
-  ``60 * FA / sum(T)``, so sets of different lengths compare.
+  consecutive patches where tag ``t`` is heard and none of which overlaps the window ``W``
+  of any requested NVV of that utterance counts as one false alarm of ``t`` (an NVV class
+  heard where only speech or silence was asked for; at a requested NVV YAMNet often ranks
+  neighbouring classes too, a moan as "Groan", "Crying" and "Gasp", which is not counted);
+  reported as a count and per minute of audio, ``60 * FA / sum(T)``, so sets of different
+  lengths compare.
 """
 
 from __future__ import annotations
@@ -106,12 +108,12 @@ def judge_utterance(times: np.ndarray, scores: np.ndarray, patch_s: float, tagge
         keep = _overlapping(times, patch_s, s - tol, e + tol)
         near = bool(keep.any() and judge_scores(scores[keep].max(axis=0), tagger, tag)[0])
         out_events.append((tag, s, e, near, bool(judge_scores(clip, tagger, tag)[0])))
+    requested = np.zeros(len(times), dtype=bool)     # patches near any requested NVV, known or not
+    for _, s, e in spans:
+        requested |= _overlapping(times, patch_s, s - tol, e + tol)
     fas = []
     for tag in sorted(known):
-        allowed = np.zeros(len(times), dtype=bool)
-        for t, s, e in spans:
-            if t == tag:
-                allowed |= _overlapping(times, patch_s, s - tol, e + tol)
+        allowed = requested
         run: Optional[List[float]] = None
         for i in range(len(times)):
             hit = not allowed[i] and bool(judge_scores(scores[i], tagger, tag)[0])

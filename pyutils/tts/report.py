@@ -93,7 +93,7 @@ def _yamnet_verdict(m: dict) -> List[str]:
     return [f"- NVV realisation by an independent listener (YAMNet, AudioSet): {s['heard']} of the "
             f"{s['requested']} requested NVVs of the tags it knows heard within {y['tol_s']} s of their position "
             f"in the synthesis (recall {_f(s['recall'], True)}; the recordings: {r['heard']} of {r['requested']}, "
-            f"{_f(r['recall'], True)}); the class heard where not requested: {_f(s['false_alarms_per_min'], nd=2)} "
+            f"{_f(r['recall'], True)}); an NVV class heard where none was requested: {_f(s['false_alarms_per_min'], nd=2)} "
             f"per minute vs {_f(r['false_alarms_per_min'], nd=2)} (positions in the synthesis from: {src})."]
 
 
@@ -113,8 +113,8 @@ def _yamnet_rows(m: dict) -> List[str]:
             f"| YAMNet NVV recall, anywhere in the clip | {frac(s, 'heard_clip')} | {frac(r, 'heard_clip')} | "
             f"the tag's class heard anywhere in the utterance |",
             f"| YAMNet false alarms | {s['false_alarms']} ({_f(s['false_alarms_per_min'], nd=2)} /min) | "
-            f"{r['false_alarms']} ({_f(r['false_alarms_per_min'], nd=2)} /min) | a known tag's class heard away "
-            f"from every requested span of it (runs of 0.96 s patches) |"]
+            f"{r['false_alarms']} ({_f(r['false_alarms_per_min'], nd=2)} /min) | an NVV class heard away from "
+            f"every requested NVV (runs of 0.96 s patches) |"]
 
 
 def _yamnet_per_tag(m: dict) -> List[str]:
