@@ -39,6 +39,11 @@ from pyutils.synth.cli import DEFAULT_BANK_WEIGHT  # noqa: E402
 from pyutils.synth.speech import speak, speak_chunks  # noqa: E402
 
 
+def source_name(v: dict) -> str:
+    """A voice in a few characters: engine, name, speed, warp."""
+    return f"{v['engine']}:{v['name']}@{v['speed']}/{v['warp']}"
+
+
 def test_items(lang: str, preset: str, voices: str, seed: int, n: int, cache: str | None) -> list:
     sizes = dict(nvv_corpus.PRESETS[preset])
     # the default corpus: recorded NVVs where the bank has them, drawn as chorus-synth does
@@ -84,19 +89,47 @@ def render_forms(items: list, work: Path) -> dict:
     return forms, t
 
 
-def judge_forms(forms: dict, refs: dict, lang: str, threads: int) -> dict:
+def _whisper_norm(lang: str):
+    """Whisper's own English normaliser (openai-whisper ``EnglishTextNormalizer``: number words
+    -> digits, British -> American spelling, punctuation and fillers removed), or None."""
+    if lang != "en":
+        return None
+    from whisper.normalizers import EnglishTextNormalizer
+
+    return EnglishTextNormalizer()
+
+
+def judge_forms(forms: dict, refs: dict, spk: dict, lang: str, threads: int) -> dict:
+    """Error rate of each form, overall and per voice, and every utterance's hypothesis.
+
+    ``error_rate_pct`` counts as the recipes do; ``whisper_norm_pct`` (English) first applies
+    Whisper's normaliser to reference and hypothesis alike, so "twenty" / "20" and
+    "neighbour" / "neighbor" are not counted as errors (how Whisper's own WERs are reported).
+    """
     from pyutils.whisper.judge import Judge
 
     judge = Judge(lang=lang, threads=threads)
+    norm = _whisper_norm(lang)
     out = {}
     for name, wavs in forms.items():
         hyps = {u: judge.transcribe(read_wav(p)[0]) for u, p in wavs.items()}
         res = error_rate(refs, hyps, lang, nvv_tags=False)
+        per_voice = {}
+        for v in sorted(set(spk.values())):
+            us = [u for u in refs if spk[u] == v]
+            r = error_rate({u: refs[u] for u in us}, hyps, lang, nvv_tags=False)
+            per_voice[v] = {"utts": len(us), "edits": r["edits"], "ref_units": r["ref_units"],
+                            "error_rate_pct": r["error_rate_pct"]}
         worst = sorted(((u, refs[u], hyps[u]) for u in refs
                         if strip_tags(refs[u]).lower().strip(" .") != hyps[u].lower().strip(" .")),
-                       key=lambda r: r[0])[:5]
+                       key=lambda r: r[0])
         out[name] = {"error_rate_pct": res["error_rate_pct"], "metric": res["name"],
-                     "edits": res["edits"], "ref_units": res["ref_units"], "examples": worst}
+                     "edits": res["edits"], "ref_units": res["ref_units"], "per_voice": per_voice,
+                     "examples": worst, "hyps": hyps}
+        if norm is not None:
+            nref = {u: norm(strip_tags(r)) for u, r in refs.items()}
+            nres = error_rate(nref, {u: norm(h) for u, h in hyps.items()}, lang, nvv_tags=False)
+            out[name]["whisper_norm_pct"] = nres["error_rate_pct"]
     return out
 
 
@@ -131,13 +164,20 @@ def main(argv=None) -> int:
         forms, secs = render_forms(items, work)
         res = {"lang": a.lang, "voices": a.voices, "preset": a.preset, "num_test": len(items),
                "render_s": {k: round(v, 1) for k, v in secs.items()},
-               "judge": judge_forms(forms, refs, a.lang, a.threads)}
+               "voices_of": {it["utt_id"]: source_name(it["voice"]) for it in items},
+               "judge": judge_forms(forms, refs, {it["utt_id"]: it["spk"] for it in items},
+                                    a.lang, a.threads)}
         if a.time_preset:
             res["time_preset"] = {"preset": a.time_preset, "nj": a.nj,
                                   "seconds": round(time_preset(a.lang, a.time_preset, a.voices, a.nj, work), 1)}
     for name, r in res["judge"].items():
+        wn = f", Whisper-normalised {r['whisper_norm_pct']:.2f} %" if "whisper_norm_pct" in r else ""
         print(f"{a.lang} {a.voices} {name:7s} {r['metric']} {r['error_rate_pct']:6.2f} % "
-              f"({r['edits']}/{r['ref_units']}, {len(items)} utts)")
+              f"({r['edits']}/{r['ref_units']}, {len(items)} utts{wn})")
+        bad = {v: x for v, x in r["per_voice"].items() if x["edits"]}
+        print("    per voice (edits/units): " + ", ".join(
+            f"{v} [{res['voices_of'][next(u for u in refs if u.startswith(v + '-'))]}] "
+            f"{x['edits']}/{x['ref_units']}" for v, x in bad.items()))
         for u, ref, hyp in r["examples"][:3]:
             print(f"    {u}: {strip_tags(ref)!r} -> {hyp!r}")
     print(f"render seconds: {res['render_s']}")

@@ -225,7 +225,7 @@ def write_table(rows, a, argv, t0, done: int, total: int) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--recipe-dir", default="egs/sqa")
-    p.add_argument("--preset", default="default", help="whose corpus (corpus/sqa_mini3_<preset>) and config")
+    p.add_argument("--preset", default="default", help="whose corpus (corpus/sqa_mini4_<preset>) and config")
     p.add_argument("--tag", default=None, help="recipe tag of the baselines (default: the preset)")
     p.add_argument("--config", default=None, help="training config (default: conf/train_sqa_<preset>.yaml)")
     p.add_argument("--families", default="babble,music,reverb,codec,stutter",
@@ -245,7 +245,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     recipe = a.recipe_dir
-    corpus = os.path.join(recipe, "corpus", f"sqa_mini3_{a.preset}")
+    corpus = os.path.join(recipe, "corpus", f"sqa_mini4_{a.preset}")
     tag = a.tag or a.preset
     # the resolved config (defaults and any `base:` chain), written whole per experiment
     base_cfg = load_config(a.config or os.path.join(recipe, "conf", f"train_sqa_{a.preset}.yaml"))

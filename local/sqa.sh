@@ -21,7 +21,8 @@ stage=0                 # first stage to run
 stop_stage=8            # last stage to run
 preset=default          # ci | default | large: corpus size and training config
 nj=2                    # parallel jobs for dump and baselines
-corpus_dir=             # where stage 0 writes the mini corpus (default: corpus/sqa_mini3_<preset>; 3: real talkers in train)
+corpus_dir=             # where stage 0 writes the mini corpus (default: corpus/sqa_mini4_<preset>; 3: real talkers in train, 4: neural voices)
+synth_opts=             # more chorus-synth sqa options, e.g. "--voices espeak" (the corpus before the neural voices; give another --corpus_dir with it)
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
 pitch_feature=true      # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing and the
@@ -66,7 +67,7 @@ case "${preset}" in
   *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
 esac
 # preset defaults (options left empty)
-: "${corpus_dir:=corpus/sqa_mini3_${preset}}"
+: "${corpus_dir:=corpus/sqa_mini4_${preset}}"
 : "${sqa_config:=conf/train_sqa_${preset}.yaml}"
 : "${tag:=${preset}}"
 
@@ -114,9 +115,10 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"
   else
     log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir} (log ${expdir}/log/synth_sqa.log)"
+    # shellcheck disable=SC2086  # synth_opts: several words on purpose
     utils/run.pl "${expdir}/log/synth_sqa.log" \
       chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
-        --nj "${nj}" --cmd "${train_cmd}"
+        --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
     [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${expdir}/log/synth_sqa.log)"; exit 1; }
   fi
   stage_end

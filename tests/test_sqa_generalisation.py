@@ -20,7 +20,7 @@ POOL = {"a": ("train", ["babble"], "v1"), "b": ("train", ["white", "reverb"], "f
 
 def _recipe(tmp_path):
     """A recipe dir with the corpus' fault lists and a dump of every set (relative wav paths)."""
-    corpus = tmp_path / "corpus" / "sqa_mini3_default"
+    corpus = tmp_path / "corpus" / "sqa_mini4_default"
     (corpus / "faults").mkdir(parents=True)
     for s in B.SETS:
         d = tmp_path / "dump" / s

@@ -175,3 +175,16 @@ def test_resume_is_noop_and_other_args_refused(tmp_path):
         cli.main(args + ["--seed", "5"])
     cli.main(args + ["--seed", "5", "--overwrite"])
     assert json.loads((out / "synth_args.json").read_text())["seed"] == 5
+
+
+def test_english_sentences_agree_and_use_us_spelling():
+    import re
+
+    from pyutils.synth.sentences import _en_agree, sentence_pool, vocabulary
+
+    assert _en_agree("You dropped a umbrella. A apple, a box and six boxs.") == \
+        "You dropped an umbrella. An apple, a box and six boxes."
+    pool = sentence_pool("en", 3000, 0)
+    assert not [s for s in pool if re.search(r"\b[Aa] [aeiou]|boxs|neighbour", s)]
+    assert any(" an " in s for s in pool) and any("neighbor" in s for s in pool)
+    assert {"an", "neighbor"} <= vocabulary("en")

@@ -110,10 +110,19 @@ def test_real_recordings_only_in_the_held_out_split(corpus):
 def test_voice_inventory_is_wide_and_fixed():
     from pyutils.synth.sqa_corpus import sqa_voices
 
-    a, b = sqa_voices("en", 300), sqa_voices("en", 300)
+    a, b = sqa_voices("en", 300, "espeak"), sqa_voices("en", 300, "espeak")
     assert a == b
     assert len({v["name"] for v in a}) == 300
     assert len({v["group"] for v in a}) >= 8                   # flite + 8 espeak accents
+    # the bank inventory: the same voices but every 6th (from the 2nd) neural, 2 piper : 1 Kokoro
+    bank = sqa_voices("en", 64)
+    neural = [i for i, v in enumerate(bank) if v["engine"] in ("piper", "kokoro")]
+    assert neural == list(range(1, 64, 6))
+    assert [bank[i]["engine"] for i in neural[:6]] == ["piper", "piper", "kokoro"] * 2
+    assert all(bank[i] == dict(e, id=bank[i]["id"]) for i, e in enumerate(sqa_voices("en", 64, "espeak"))
+               if i not in neural)                               # the espeak-ng voices stay
+    assert len({(v["engine"], v["name"], v["speed"], v["warp"]) for v in bank}) == 64
+    assert [v["id"] for v in bank] == [f"sqa_v{i:03d}" for i in range(64)]
 
 
 def test_packaged_real_speech_trains_and_is_cut_at_quiet_points(corpus):

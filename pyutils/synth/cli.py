@@ -39,7 +39,7 @@ IDENTITY = {
     "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "nvv_sounds",
             "nvv_bank_weight", "voices"),
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
-            "real_prompts"),
+            "real_prompts", "voices"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
 
@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(default: speech_cache/ beside --out, or $CHORUS_SPEECH_CACHE; 'none': off)")
         elif kind == "sqa":
             p.add_argument("--lang", choices=["en"], default="en")
+            p.add_argument("--voices", choices=["bank", "espeak"], default="bank",
+                           help="bank: one voice in 6 is a neural voice of the voice bank (piper joe, Kokoro; "
+                                "pyutils/synth/sqa_corpus.py), the rest flite/espeak-ng; espeak: flite/espeak-ng "
+                                "only (the corpus before the bank)")
             p.add_argument("--real-train-copies", type=non_negative_int, default=None,
                            help="copies (each with its own faults) of every chunk of the real recordings that "
                                 "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "

@@ -28,7 +28,7 @@ import numpy as np
 # --------------------------------------------------------------------- English
 _EN = {
     "subj": ["I", "we", "you", "they", "my sister", "my brother", "the teacher",
-             "our neighbour", "the doctor", "my friend", "the old man", "the driver",
+             "our neighbor", "the doctor", "my friend", "the old man", "the driver",
              "his mother", "her father", "the children", "the students", "the farmer",
              "the manager", "my uncle", "your cousin", "the baker", "the nurse"],
     "verb_past": ["found", "bought", "painted", "cleaned", "carried", "opened", "sold",
@@ -234,14 +234,26 @@ def vocabulary(lang: str) -> set:
         return {c for c in text if "\u4e00" <= c <= "\u9fff"}
     import re
 
+    if lang == "en":
+        text += " an boxes"                       # forms _en_agree makes
     return {w for w in re.findall(r"[^\W\d_]+", text.lower()) if w}
+
+
+def _en_agree(s: str) -> str:
+    """English agreement the templates cannot express: "a" -> "an" before a vowel letter
+    ("an umbrella"), "boxs" -> "boxes". (American spelling throughout: the voices are en-US.)"""
+    import re
+
+    s = re.sub(r"\b([Aa]) (?=[aeiouAEIOU])", r"\1n ", s)
+    return re.sub(r"\bboxs\b", "boxes", s)
 
 
 def sentence_pool(lang: str, n: int, seed: int) -> List[str]:
     """``n`` distinct sentences of ``lang`` drawn deterministically from ``seed``."""
     if lang in _GRAMMARS:
         slots, templates = _GRAMMARS[lang]
-        draw = lambda: _fill(templates[rng.integers(len(templates))], slots, rng)  # noqa: E731
+        fix = _en_agree if lang == "en" else (lambda s: s)
+        draw = lambda: fix(_fill(templates[rng.integers(len(templates))], slots, rng))  # noqa: E731
     else:
         g = _cldr_grammar(lang)       # raises LanguageNotSupported (a ValueError) with what to provide
         draw = lambda: _cldr_fill(g, rng)  # noqa: E731

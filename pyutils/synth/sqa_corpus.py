@@ -8,6 +8,11 @@ English accents (8) crossed with its natural-sounding voice variants (~60),
 each with its own pitch, rate and vocal-tract warp -- about 500 voices, in a
 fixed order (first the flite ones, then a fixed shuffle), of which a preset
 uses the first ``voices``.  Other languages use :func:`pyutils.synth.speech.voices`.
+With ``--voices bank`` (the default) every ``NEURAL_EVERY``-th voice of that order (from the
+second on) is a neural voice of the voice bank instead (:mod:`pyutils.synth.voice_bank`):
+two piper joe settings, then one Kokoro style or mix, repeating (default preset: 11 of 64
+voices, 3 of them Kokoro; Kokoro renders ~9x slower than piper, so it stays a small share),
+so the espeak-ng diversity the held-out-voice generalisation rests on stays 5/6 of the voices.
 
 Split ``test_real`` (English only, evaluation only, never trained on): the
 real human recordings of Debian's ``pocketsphinx-testdata`` (LibriVox read
@@ -66,8 +71,34 @@ ESPEAK_VARIANTS = ("m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "f1", "f2", "
                    "travis", "victor")
 
 
-def sqa_voices(lang: str, n: int) -> List[dict]:
-    """The first ``n`` voices of the SQA inventory of ``lang`` (see the module docstring)."""
+#: with --voices bank, voices 1, 1+k, 1+2k, ... of the inventory are neural (k = NEURAL_EVERY)
+NEURAL_EVERY = 6
+
+
+def _neural_sequence(count: int) -> List[dict]:
+    """``count`` bank voices in the order piper, piper, Kokoro, piper, piper, Kokoro, ..."""
+    from pyutils.synth.voice_bank import bank_voices
+
+    inv = bank_voices("en")
+    piper = [v for v in inv if v["engine"] == "piper"]
+    kokoro = [v for v in inv if v["engine"] == "kokoro"]
+    out, ip, ik = [], 0, 0
+    for i in range(count):
+        if i % 3 == 2:
+            out.append(kokoro[ik % len(kokoro)])
+            ik += 1
+        else:
+            out.append(piper[ip % len(piper)])
+            ip += 1
+    return [dict(v, group=v["engine"]) for v in out]
+
+
+def sqa_voices(lang: str, n: int, source: str = "bank") -> List[dict]:
+    """The first ``n`` voices of the SQA inventory of ``lang`` (see the module docstring);
+    ``source`` "bank" puts a neural voice at every ``NEURAL_EVERY``-th place, "espeak" keeps
+    the flite/espeak-ng inventory."""
+    if source not in ("bank", "espeak"):
+        raise ValueError(f"unknown voice source {source!r} (bank or espeak)")
     if lang != "en":
         return voices(lang, n)
     import shutil
@@ -86,15 +117,19 @@ def sqa_voices(lang: str, n: int) -> List[dict]:
     if n > len(out):
         raise ValueError(f"{lang}: asked for {n} SQA voices, only {len(out)} defined")
     out = out[:n]
+    if source == "bank":
+        slots = list(range(1, n, NEURAL_EVERY))
+        for i, v in zip(slots, _neural_sequence(len(slots))):
+            out[i] = v
     for i, v in enumerate(out):
         v["id"] = f"sqa_v{i:03d}"
     return out
 
 
-def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int) -> List[dict]:
+def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int, voice_source: str = "bank") -> List[dict]:
     total = sum(sizes[s] for s in SPLITS)
     pool = sentence_pool(lang, 2 * total + 64, seed + 7919)
-    vs = sqa_voices(lang, n_voices)
+    vs = sqa_voices(lang, n_voices, voice_source)
     rng = np.random.default_rng([seed, KIND_ID, 0])
     items, gidx = [], 0
     for split in SPLITS:
@@ -312,7 +347,12 @@ def plan_from_args(args) -> List[dict]:
         from pyutils.synth.io import SynthArgError
         raise SynthArgError(f"--num-voices {p['voices']}: the sqa corpus needs at least 2 voices "
                             "(babble noise mixes two of them)")
-    return plan(args.lang, p, p["voices"], args.seed)
+    items = plan(args.lang, p, p["voices"], args.seed, getattr(args, "voices", "bank"))
+    from pyutils.synth.voice_bank import check_engines
+
+    used = [it["voice"] for it in items if "voice" in it] + [v for it in items for v, _ in it["babble"]]
+    check_engines(used)                       # a missing voice package: one message, before any work
+    return items
 
 
 def finalize(out_dir: str, metas: List[dict], args) -> Dict[str, int]:

@@ -293,14 +293,13 @@ def source(voice: dict) -> dict:
 #: (benchmarks/corpus_voices.py; README) was 0-4 % for piper joe at every warp, 0-8 % for
 #: jm_kumo, jf_gongitsune and the jm_kumo mixes, 11-13 % for jf_nezumi and jf_tebukuro, 14-32 %
 #: for jf_alpha alone (so it appears only mixed with jm_kumo). Order = cost: on one core piper
-#: renders at 0.08 x real time and Kokoro at 0.63-0.80 x, and the default corpus holds ~2 h
-#: of speech, so the first 12 voices (ci: 8, default: 12) are piper joe at 11 rate/warp
-#: settings (warp moves pitch and formants together: other apparent talkers) plus jm_kumo,
-#: which keeps the default corpus at ~5 min on 2 cores; the other Kokoro styles and mixes
-#: follow (the large preset's 16 voices hold four of them).
+#: renders at 0.08-0.16 x real time and Kokoro at 0.6-2.4 x (one Kokoro voice in 12 was ~55 %
+#: of the default corpus's render time), and the default corpus holds ~2 h of speech, so the
+#: first 12 voices (ci: 8, default: 12) are piper joe at 12 rate/warp settings (warp moves pitch
+#: and formants together: other apparent talkers); the Kokoro styles and mixes follow (the
+#: large preset's 16 voices hold four of them).
 _EN_BASE = [
     ("piper", "en_US-joe-medium", 1.0, 1.0),
-    ("kokoro", "jm_kumo", 1.0, 1.0),
     ("piper", "en_US-joe-medium", 0.95, 0.90),
     ("piper", "en_US-joe-medium", 1.05, 1.12),
     ("piper", "en_US-joe-medium", 1.08, 0.95),
@@ -311,6 +310,8 @@ _EN_BASE = [
     ("piper", "en_US-joe-medium", 1.1, 1.03),
     ("piper", "en_US-joe-medium", 0.9, 1.09),
     ("piper", "en_US-joe-medium", 1.02, 0.82),
+    ("piper", "en_US-joe-medium", 0.96, 1.15),
+    ("kokoro", "jm_kumo", 1.0, 1.0),
     ("kokoro", "jf_gongitsune", 1.0, 1.0),
     ("kokoro", "jm_kumo:0.6+jf_alpha:0.4", 1.05, 0.94),
     ("kokoro", "jf_nezumi", 1.0, 1.0),
