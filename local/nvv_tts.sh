@@ -68,7 +68,9 @@ use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embe
 spk_embed_dim=256       # dimension of those embeddings
 inference_model=latest.pth  # checkpoint used for synthesis (valid.loss.best.pth: measured, not better; README)
 inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
-vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
+vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL);
+                        # log-mel and WORLD-feature models: hifigan (pretrained HiFi-GAN on the predicted log-mel,
+                        # pyutils/tts/hifigan.py; WORLD-feature models use WORLD unless this is given)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
@@ -491,7 +493,10 @@ if in_stage 6 "synthesis"; then
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   _gl=false
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
+  _hifi=false
+  [ "${vocoder}" = hifigan ] && [ "${tts_task}" = tts ] && _hifi=true
   _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter} ${world_voicing}"
+  ${_hifi} && _voc_opts="hifigan"
   _gv_opts=""; _gv_marker=""
   if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
     # global-variance post-filter: the per-band variance of the training log-mel over each
@@ -536,7 +541,7 @@ if in_stage 6 "synthesis"; then
         --output_dir "${_logdir}/output.JOB" --vocoder_file none ${inference_args}
     mkdir -p "${_dir}/wav" "${_dir}/durations"
     for i in $(seq "${_nj}"); do
-      ${_gl} || ${_world} || mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
+      ${_gl} || ${_world} || ${_hifi} || mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
     if ${_gl}; then
@@ -547,6 +552,14 @@ if in_stage 6 "synthesis"; then
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
           --power "${gl_power}" ${_gv_opts} --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+    elif ${_hifi}; then
+      # the log-mel that ESPnet wrote (denorm/<utt>.npy; WORLD features: their first 80 columns) ->
+      # HiFi-GAN, its level offset fitted on the first training recordings
+      rm -rf "${_dir}/wav"
+      _hcfg=${tts_exp}/config.yaml; [ -f "${tts_exp}/train_config.src.yaml" ] && _hcfg=${tts_exp}/train_config.src.yaml
+      ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
+        ${python} -m pyutils.tts.hifigan vocode --config "${_hcfg}" --calib-scp "${dumpdir}/raw/${train_set}/wav.scp" \
+          --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
     elif ${_world}; then
       # the WORLD features that ESPnet wrote (denorm/<utt>.npy) -> WORLD synthesis
       rm -rf "${_dir}/wav"

