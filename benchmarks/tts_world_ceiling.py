@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The ceiling of the WORLD vocoder: copy-synthesis of the test recordings, judged like the synthesis.
+"""The ceiling of the vocoders: copy-synthesis of the test recordings, judged like the synthesis.
 
     cd egs/nvv_tts && PYTHONPATH=../.. ../../tools/venv/bin/python ../../benchmarks/tts_world_ceiling.py \
         --data dump/raw/test_en --config conf/train_fastspeech_world_default.yaml \
@@ -14,6 +14,10 @@ loudness-normalised as stage 6 post-processes the synthesis (-23 dBFS active lev
 recordings and the resynthesis then go through the stage-7 judges: the pretrained Whisper judge
 (WER, tags removed), DNSMOS P.835 OVRL and DistillMOS. If the resynthesis is close to the
 recordings, WORLD is not what limits the synthesis; the acoustic model is.
+
+``--hifigan --calib-scp TRAIN_WAV_SCP``: also the pretrained HiFi-GAN of :mod:`pyutils.tts.hifigan` on
+the recordings' 16 kHz log-mel (the first 80 of the same features; its level offset fitted on the
+first 20 utterances of the training set, as stage 6 does).
 
 Prints a Markdown table; writes ``<work>/resynth/`` wavs and ``<work>/judge_*.txt``.
 """
@@ -44,6 +48,25 @@ def resynthesise(data: str, utts, cfg, out_dir: str) -> dict:
         if sr != cfg.fs:
             raise SystemExit(f"{data}/wav.scp: {u}: {sr} Hz, the config runs at {cfg.fs} Hz")
         y = normalise_loudness(voc(analyze(x.mean(axis=1), cfg)), cfg.fs)
+        path = os.path.abspath(os.path.join(out_dir, f"{u}.wav"))
+        sf.write(path, to_submission_audio(y, cfg.fs), cfg.fs, subtype="PCM_16")
+        out[u] = path
+    return out
+
+
+def resynthesise_hifigan(data: str, utts, cfg, calib_scp: str, out_dir: str) -> dict:
+    from pyutils.tts.audio import normalise_loudness, to_submission_audio
+    from pyutils.tts.hifigan import HifiGanVocoder, fit_offset
+    from pyutils.tts.world import _logmel
+
+    calib = [sf.read(p, dtype="float64", always_2d=True)[0].mean(axis=1) for _, p in read_scp(calib_scp)[:20]]
+    voc = HifiGanVocoder(fit_offset(calib, lambda x: _logmel(x, cfg), cfg.hop_length), cfg.hop_length)
+    wavs = dict(read_scp(os.path.join(data, "wav.scp")))
+    os.makedirs(out_dir, exist_ok=True)
+    out = {}
+    for u in utts:
+        x = sf.read(wavs[u], dtype="float64", always_2d=True)[0].mean(axis=1)
+        y = normalise_loudness(voc(_logmel(x, cfg)), cfg.fs)
         path = os.path.abspath(os.path.join(out_dir, f"{u}.wav"))
         sf.write(path, to_submission_audio(y, cfg.fs), cfg.fs, subtype="PCM_16")
         out[u] = path
@@ -84,6 +107,8 @@ def main(argv=None) -> int:
     ap.add_argument("--judge-model", default="base")
     ap.add_argument("--max-utts", type=int, default=36, help="first N utterances in key order (0 = all)")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--hifigan", action="store_true", help="also the pretrained HiFi-GAN (pyutils/tts/hifigan.py)")
+    ap.add_argument("--calib-scp", help="--hifigan: wav.scp to fit its level offset on (the training set)")
     a = ap.parse_args(argv)
 
     from pyutils.asr.wer import error_rate
@@ -97,9 +122,16 @@ def main(argv=None) -> int:
     t0 = time.time()
     resyn = resynthesise(a.data, utts, cfg, os.path.join(a.work, "resynth"))
     t_voc = time.time() - t0
+    sets = [("recordings", "real", real), (f"WORLD copy-synthesis (lifter {a.lifter})", "world", resyn)]
+    if a.hifigan:
+        if not a.calib_scp:
+            ap.error("--hifigan needs --calib-scp")
+        t1 = time.time()
+        sets.append(("HiFi-GAN copy-synthesis (universal, from the 16 kHz log-mel)", "hifigan",
+                     resynthesise_hifigan(a.data, utts, cfg, a.calib_scp, os.path.join(a.work, "resynth_hifigan"))))
+        print(f"HiFi-GAN: {time.time() - t1:.0f} s", file=sys.stderr)
     rows = []
-    for name, scp in (("recordings", real), (f"WORLD copy-synthesis (lifter {a.lifter})", resyn)):
-        key = "real" if name == "recordings" else "world"
+    for name, key, scp in sets:
         hyp = judge(scp, a.lang, a.judge_model, os.path.join(a.work, f"judge_{key}.txt"))
         er = error_rate(refs, hyp, a.lang, nvv_tags=False)
         q = quality(scp)
