@@ -357,18 +357,19 @@ def main(argv=None) -> int:
                          f"{rr.get('found', '-')}\t{rr.get('recall', float('nan')):.3f}\n")
         atomic_write_lines(os.path.join(a.out_dir, "per_tag.tsv"), lines)
 
-    # 4. spectrograms with tag positions
-    try:
-        from pyutils.tts.plots import plot_examples
+    # 4. spectrograms with tag positions (--n-plots 0: none)
+    metrics["plot"] = None
+    if a.n_plots > 0:
+        try:
+            from pyutils.tts.plots import plot_examples
 
-        png = os.path.join(a.out_dir, "spectrograms.png")
-        plot_examples(png, utts[: a.n_plots], refs, real_wav, synth_wav, SR,
-                      events_path=os.path.join(a.real_dir, "events.jsonl"),
-                      tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
-        metrics["plot"] = "spectrograms.png"
-    except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
-        log(f"WARNING: plot failed: {e!r}")
-        metrics["plot"] = None
+            png = os.path.join(a.out_dir, "spectrograms.png")
+            plot_examples(png, utts[: a.n_plots], refs, real_wav, synth_wav, SR,
+                          events_path=os.path.join(a.real_dir, "events.jsonl"),
+                          tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
+            metrics["plot"] = "spectrograms.png"
+        except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
+            log(f"WARNING: plot failed: {e!r}")
 
     with atomic_write(os.path.join(a.out_dir, "metrics.json")) as f:
         json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))
