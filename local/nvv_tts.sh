@@ -126,6 +126,9 @@ if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && worl
 case "${align_min_steps}" in true|false) ;;
   *) echo "$0: --align_min_steps '${align_min_steps}' must be true or false" >&2; exit 2 ;;
 esac
+case "${vocoder}" in griffin_lim|espnet|hifigan) ;;
+  *) echo "$0: --vocoder '${vocoder}' must be griffin_lim, espnet or hifigan" >&2; exit 2 ;;
+esac
 case "${yamnet}" in true|false) ;;
   *) echo "$0: --yamnet '${yamnet}' must be true or false" >&2; exit 2 ;;
 esac
