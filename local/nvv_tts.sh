@@ -15,7 +15,8 @@
 #                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power),
 #                    optionally after a global-variance post-filter (--gv_strength; training GV -> exp dir);
 #                    WORLD-feature models (config with odim): the WORLD vocoder (pyutils/tts/world.py)
-#   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, speaker SIM, DNSMOS, FD -> RESULTS.md
+#   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, Whisper judge WER, YAMNet NVV recall/false
+#                    alarms, speaker SIM (2 encoders), DNSMOS + DistillMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
 # Every stage prints "stage N: ..."; every Python step logs to <exp>/log/<step>.log (or the
@@ -67,7 +68,9 @@ use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embe
 spk_embed_dim=256       # dimension of those embeddings
 inference_model=latest.pth  # checkpoint used for synthesis (valid.loss.best.pth: measured, not better; README)
 inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
-vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL)
+vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL);
+                        # log-mel and WORLD-feature models: hifigan (pretrained HiFi-GAN on the predicted log-mel,
+                        # pyutils/tts/hifigan.py; WORLD-feature models use WORLD unless this is given)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
@@ -82,6 +85,8 @@ asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang
 eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
 judge=true              # stage 7: intelligibility by the pretrained Whisper judge (pyutils/whisper/judge.py)
 judge_model=base        # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
+yamnet=true             # stage 7: is each requested NVV heard near its position by YAMNet (AudioSet), in the
+                        # synthesis and the test recordings (pyutils/tts/nvv_heard.py; make -C tools yamnet)
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
 copy_results=true       # stage 7: put the report into the recipe dir's RESULTS.md (en) / RESULTS_<lang>.md after a --preset default run
 help_message="Usage: $0 [options]
@@ -120,6 +125,12 @@ if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && worl
   || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
 case "${align_min_steps}" in true|false) ;;
   *) echo "$0: --align_min_steps '${align_min_steps}' must be true or false" >&2; exit 2 ;;
+esac
+case "${vocoder}" in griffin_lim|espnet|hifigan) ;;
+  *) echo "$0: --vocoder '${vocoder}' must be griffin_lim, espnet or hifigan" >&2; exit 2 ;;
+esac
+case "${yamnet}" in true|false) ;;
+  *) echo "$0: --yamnet '${yamnet}' must be true or false" >&2; exit 2 ;;
 esac
 case "${train_precision}" in auto|float32|bfloat16) ;;
   *) echo "$0: --train_precision '${train_precision}' must be auto, float32 or bfloat16" >&2; exit 2 ;;
@@ -253,7 +264,7 @@ if in_stage 1 "data prep" && ! chain_done "${datadir}/${train_set}/.data.done" \
   fi
   for s in ${train_set} ${valid_set} ${test_sets}; do
     ${train_cmd} "${expdir}/log/check_text_${s}.log" \
-      ${python} -m pyutils.tts.inputs --kaldi-text "${datadir}/${s}/text"
+      ${python} -m pyutils.tts.inputs --kaldi-text "${datadir}/${s}/text" --lang "${lang}"
   done
   chain_mark "${datadir}/${train_set}/.data.done" $(for s in ${_all_sets}; do echo "--dir ${datadir}/${s}"; done)
 fi
@@ -467,7 +478,7 @@ if in_stage 6 "synthesis"; then
     rm -rf "${_d}"; mkdir -p "${_d}"
     _l=${_d}/log
     ${train_cmd} "${_l}/inputs.log" \
-      ${python} -m pyutils.tts.inputs "${infer_jsonl}" --to-datadir "${_d}" --spk "${_spk}" || exit 2
+      ${python} -m pyutils.tts.inputs "${infer_jsonl}" --lang "${lang}" --to-datadir "${_d}" --spk "${_spk}" || exit 2
     mv "${_d}/text" "${_d}/text.tagged"
     ${train_cmd} "${_l}/frontend.log" \
       ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
@@ -485,7 +496,10 @@ if in_stage 6 "synthesis"; then
   if ${gpu_inference}; then _cmd=${cuda_cmd}; _ngpu=1; fi
   _gl=false
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
+  _hifi=false
+  [ "${vocoder}" = hifigan ] && [ "${tts_task}" = tts ] && _hifi=true
   _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter} ${world_voicing}"
+  ${_hifi} && _voc_opts="hifigan"
   _gv_opts=""; _gv_marker=""
   if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
     # global-variance post-filter: the per-band variance of the training log-mel over each
@@ -530,7 +544,7 @@ if in_stage 6 "synthesis"; then
         --output_dir "${_logdir}/output.JOB" --vocoder_file none ${inference_args}
     mkdir -p "${_dir}/wav" "${_dir}/durations"
     for i in $(seq "${_nj}"); do
-      ${_gl} || ${_world} || mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
+      ${_gl} || ${_world} || ${_hifi} || mv "${_logdir}/output.${i}"/wav/*.wav "${_dir}/wav/"
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
     if ${_gl}; then
@@ -541,6 +555,14 @@ if in_stage 6 "synthesis"; then
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
           --power "${gl_power}" ${_gv_opts} --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+    elif ${_hifi}; then
+      # the log-mel that ESPnet wrote (denorm/<utt>.npy; WORLD features: their first 80 columns) ->
+      # HiFi-GAN, its level offset fitted on the first training recordings
+      rm -rf "${_dir}/wav"
+      _hcfg=${tts_exp}/config.yaml; [ -f "${tts_exp}/train_config.src.yaml" ] && _hcfg=${tts_exp}/train_config.src.yaml
+      ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
+        ${python} -m pyutils.tts.hifigan vocode --config "${_hcfg}" --calib-scp "${dumpdir}/raw/${train_set}/wav.scp" \
+          --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
     elif ${_world}; then
       # the WORLD features that ESPnet wrote (denorm/<utt>.npy) -> WORLD synthesis
       rm -rf "${_dir}/wav"
@@ -566,7 +588,7 @@ stage_end
 if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
      $(for s in ${test_sets}; do echo "--after ${tts_exp}/synth_${s}/.synth.done --after $(_dump_done "${s}")"; done) \
      --after "${token_list_dir}/.tokens.done" \
-     "${judge} ${judge_model} ${eval_max_utts} ${preset} ${lang} ${test_sets} ${_dur_model}" \
+     "${judge} ${judge_model} yamnet=${yamnet} ${eval_max_utts} ${preset} ${lang} ${test_sets} ${_dur_model}" \
      "$(_a=${asr_exp:-$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)}
         echo "${_a}"; [ -z "${_a}" ] || cat "${_a}/.train.done" 2>/dev/null || true)"; then
   log "stage 7: objective evaluation -> ${tts_exp}/RESULTS.md"
@@ -613,7 +635,7 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
       ${python} -m pyutils.tts.evaluate \
         --real-dir "${dumpdir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
         --durations "${_dir}/durations/durations" --token-text "${dumpdir}/raw/${s}/text" \
-        --lang "${lang}" --max-utts "${eval_max_utts}" ${_asr_opts} --out-dir "${_edir}"
+        --lang "${lang}" --max-utts "${eval_max_utts}" --yamnet "${yamnet}" ${_asr_opts} --out-dir "${_edir}"
     _eval_dirs+=" ${s}=${_edir}"
   done
   # shellcheck disable=SC2086

@@ -1169,6 +1169,8 @@ RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
                 ("world-voicing-bogus", ["--world_voicing", "1.5"], "--world_voicing"),
                 ("train-precision-bogus", ["--train_precision", "fp8"], "--train_precision"),
                 ("align-min-steps-bogus", ["--align_min_steps", "yes"], "--align_min_steps"),
+                ("yamnet-bogus", ["--yamnet", "maybe"], "--yamnet"),
+                ("vocoder-bogus", ["--vocoder", "wavenet"], "--vocoder"),
                 ("infer-jsonl-missing", ["--stage", "6", "--stop-stage", "6", "--infer_jsonl", "/nonexistent.jsonl"],
                  "/nonexistent")],
     "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),

@@ -169,6 +169,9 @@ def test_tts_evaluate_cli_reports_both_encoders(tmp_path):
     assert m["distillmos_real"]["MOS"] == pytest.approx(m["distillmos_synth"]["MOS"])
     header = (tmp_path / "e" / "per_utt.tsv").read_text().splitlines()[0].split("\t")
     assert header[5:7] == ["SIM_dvector", "DistillMOS"]
+    # the YAMNet check ran too: no tag requested, so nothing to hear, on either side
+    assert m["yamnet"]["synth"]["requested"] == 0 == m["yamnet"]["real"]["requested"]
+    assert (tmp_path / "e" / "yamnet.tsv").read_text().startswith("audio\tutt_id\t")
 
 
 def test_evaluate_clis_name_a_broken_judge_package(tmp_path, monkeypatch, capsys):

@@ -64,3 +64,23 @@ def test_kaldi_text_check(tmp_path):
     t = tmp_path / "text"
     t.write_text("u1 ok [sigh]\nu2\nu3 bad [zzz]\n", encoding="utf-8")
     assert main([str(t), "--kaldi-text"]) == 2
+
+
+def test_lang_names_every_foreign_row_at_once(tmp_path, capsys):
+    p = _write(tmp_path / "in.jsonl", [json.dumps({"utt_id": "a1", "text_with_nvvs": "Hello 你好 [laugh]"}),
+                                      json.dumps({"utt_id": "a2", "text_with_nvvs": "fine [cough]"}),
+                                      json.dumps({"utt_id": "a3", "text_with_nvvs": "ok \U0001F600"})])
+    assert main([str(p)]) == 0                          # without --lang: not this check's business
+    capsys.readouterr()
+    assert main([str(p), "--lang", "en", "--to-datadir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert f"{p}:1: FOREIGN_CHARACTERS: a1: characters outside the en front-end's inventory: '你' '好'" in err
+    assert f"{p}:3: FOREIGN_CHARACTERS: a3:" in err and ":2:" not in err
+    assert not (tmp_path / "d").exists()
+    assert main([str(p), "--lang", "zh"]) == 2          # Han is Mandarin's, the emoji is nobody's
+    err = capsys.readouterr().err
+    assert ":1:" not in err and f"{p}:3: FOREIGN_CHARACTERS: a3:" in err
+    t = tmp_path / "text"
+    t.write_text("u1 ok [sigh]\nu2 привет\n", encoding="utf-8")
+    assert main([str(t), "--kaldi-text", "--lang", "en"]) == 2
+    assert f"{t}:2: FOREIGN_CHARACTERS: u2:" in capsys.readouterr().err

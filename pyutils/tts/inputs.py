@@ -6,7 +6,9 @@ Input is JSONL, one object per line: ``{"utt_id": ..., "text_with_nvvs": ...}``
 written when any line is bad.
 
 Codes: BAD_JSON, NOT_OBJECT, MISSING_UTT_ID, BAD_UTT_ID, DUPLICATE_UTT_ID,
-MISSING_TEXT, EMPTY_TEXT, UNKNOWN_TAG, BAD_BRACKETS.
+MISSING_TEXT, EMPTY_TEXT, UNKNOWN_TAG, BAD_BRACKETS, and with ``--lang`` FOREIGN_CHARACTERS
+(letters of another script or emoji: :func:`pyutils.tts.frontend.foreign_characters`), so that
+every bad row of a file is named at once, before the front-end would stop at the first.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from pyutils.io import atomic_write_lines
-from pyutils.tts.frontend import FrontendError, split_tagged
+from pyutils.tts.frontend import FrontendError, foreign_characters, split_tagged
 
 # utt_id becomes a file name (<utt_id>.wav) and a Kaldi key: no spaces, no slashes.
 UTT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
@@ -37,8 +39,8 @@ class InputProblem:
         return f"{self.path}:{self.line}: {self.code}: {self.message}"
 
 
-def check_text(text) -> Optional[Tuple[str, str]]:
-    """Return (code, message) if a tagged text cannot be synthesised, else None."""
+def check_text(text, lang: Optional[str] = None) -> Optional[Tuple[str, str]]:
+    """Return (code, message) if a tagged text cannot be synthesised (in ``lang``, if given), else None."""
     if not isinstance(text, str):
         return "MISSING_TEXT", "text_with_nvvs must be a string"
     if not text.strip():
@@ -50,10 +52,15 @@ def check_text(text) -> Optional[Tuple[str, str]]:
         return code, str(e)
     if not items:
         return "EMPTY_TEXT", "text_with_nvvs has nothing to say"
+    if lang:
+        bad = foreign_characters(text, lang)
+        if bad:
+            return "FOREIGN_CHARACTERS", (f"characters outside the {lang} front-end's inventory: "
+                                          + " ".join(repr(c) for c in bad))
     return None
 
 
-def read_tts_jsonl(path: str) -> Tuple[List[Tuple[str, str]], List[InputProblem]]:
+def read_tts_jsonl(path: str, lang: Optional[str] = None) -> Tuple[List[Tuple[str, str]], List[InputProblem]]:
     """Parse and check a TTS input JSONL; returns ((utt_id, text) rows, problems)."""
     rows: List[Tuple[str, str]] = []
     problems: List[InputProblem] = []
@@ -86,7 +93,7 @@ def read_tts_jsonl(path: str) -> Tuple[List[Tuple[str, str]], List[InputProblem]
             if "text_with_nvvs" not in obj:
                 problems.append(InputProblem(path, lineno, "MISSING_TEXT", f"{uid}: text_with_nvvs is missing"))
                 continue
-            bad = check_text(obj["text_with_nvvs"])
+            bad = check_text(obj["text_with_nvvs"], lang)
             if bad:
                 problems.append(InputProblem(path, lineno, bad[0], f"{uid}: {bad[1]}"))
                 continue
@@ -96,7 +103,7 @@ def read_tts_jsonl(path: str) -> Tuple[List[Tuple[str, str]], List[InputProblem]
     return rows, problems
 
 
-def check_kaldi_text(path: str) -> List[InputProblem]:
+def check_kaldi_text(path: str, lang: Optional[str] = None) -> List[InputProblem]:
     """Same checks for a Kaldi ``text`` file (``<utt_id> <tagged text>``)."""
     problems = []
     with open(path, encoding="utf-8") as f:
@@ -104,15 +111,15 @@ def check_kaldi_text(path: str) -> List[InputProblem]:
             parts = line.rstrip("\n").split(maxsplit=1)
             if not parts:
                 continue
-            bad = check_text(parts[1] if len(parts) > 1 else "")
+            bad = check_text(parts[1] if len(parts) > 1 else "", lang)
             if bad:
                 problems.append(InputProblem(path, lineno, bad[0], f"{parts[0]}: {bad[1]}"))
     return problems
 
 
-def jsonl_to_datadir(path: str, out_dir: str, spk: str) -> int:
+def jsonl_to_datadir(path: str, out_dir: str, spk: str, lang: Optional[str] = None) -> int:
     """Write ``text``, ``utt2spk``, ``spk2utt`` for synthesis (all rows use voice ``spk``)."""
-    rows, problems = read_tts_jsonl(path)
+    rows, problems = read_tts_jsonl(path, lang)
     if problems:
         raise ValueError("\n".join(map(str, problems)))
     rows.sort()
@@ -130,12 +137,13 @@ def main(argv=None) -> int:
     p.add_argument("--kaldi-text", action="store_true", help="input is a Kaldi text file")
     p.add_argument("--to-datadir", metavar="DIR", help="write text/utt2spk/spk2utt into DIR")
     p.add_argument("--spk", default="spk0", help="speaker (voice) of every row in --to-datadir")
+    p.add_argument("--lang", help="also refuse characters outside this language's front-end (en, zh, vi, ...)")
     a = p.parse_args(argv)
     if a.kaldi_text:
-        problems = check_kaldi_text(a.input)
+        problems = check_kaldi_text(a.input, a.lang)
         n = sum(1 for line in open(a.input, encoding="utf-8") if line.strip())
     else:
-        rows, problems = read_tts_jsonl(a.input)
+        rows, problems = read_tts_jsonl(a.input, a.lang)
         n = len(rows)
     for prob in problems:
         print(prob, file=sys.stderr)
@@ -143,7 +151,7 @@ def main(argv=None) -> int:
         print(f"error: {len(problems)} bad line(s) in {a.input}; nothing synthesised", file=sys.stderr)
         return 2
     if a.to_datadir:
-        jsonl_to_datadir(a.input, a.to_datadir, a.spk)
+        jsonl_to_datadir(a.input, a.to_datadir, a.spk, a.lang)
     print(f"{a.input}: {n} utterances OK", file=sys.stderr)
     return 0
 

@@ -7,6 +7,7 @@ Pure numpy/scipy, unit-tested in tests/test_tts_metrics.py.
 from __future__ import annotations
 
 import collections
+import os
 from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -99,3 +100,15 @@ def token_spans(tokens: Sequence[str], durations: Sequence[float], total_s: floa
         return []
     edges = np.concatenate([[0.0], np.cumsum(d)]) / d.sum() * total_s
     return [(tok, float(edges[i]), float(edges[i + 1])) for i, tok in enumerate(tokens[: len(d)])]
+
+
+def read_durations(path) -> Dict[str, List[float]]:
+    """``{utt_id: [duration per input token, ...]}`` of a ``tts_inference`` durations file (``{}`` if absent)."""
+    out: Dict[str, List[float]] = {}
+    if path and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) > 1:
+                    out[parts[0]] = [float(v) for v in parts[1:]]
+    return out

@@ -17,25 +17,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from pyutils.io import read_jsonl
-from pyutils.tts.frontend import tag_part_of, token_to_tag
-from pyutils.tts.metrics import token_spans
+from pyutils.tts.metrics import read_durations
+from pyutils.tts.nvv_heard import tag_spans
 
 
 def _read_events(path: str) -> Dict[str, List[dict]]:
     if not path or not os.path.isfile(path):
         return {}
     return {row["utt_id"]: row.get("events", []) for row in read_jsonl(path)}
-
-
-def _read_durations(path: Optional[str]) -> Dict[str, List[float]]:
-    out = {}
-    if path and os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) > 1:
-                    out[parts[0]] = [float(v) for v in parts[1:]]
-    return out
 
 
 def _logmel(x: np.ndarray, sr: int) -> np.ndarray:
@@ -66,7 +55,7 @@ def plot_examples(png: str, utts: Sequence[str], refs: Dict[str, str], real: Dic
     import matplotlib.pyplot as plt
 
     events = _read_events(events_path)
-    durs = _read_durations(durations_path)
+    durs = read_durations(durations_path)
     fig, axes = plt.subplots(len(utts), 2, figsize=(14, 2.9 * len(utts)), squeeze=False)
     for row, u in enumerate(utts):
         for col, (name, wavs) in enumerate((("real", real), ("synthesised", synth))):
@@ -81,13 +70,8 @@ def plot_examples(png: str, utts: Sequence[str], refs: Dict[str, str], real: Dic
             spans = []
             if name == "real":
                 spans = [(f"[{e['tag']}]", e["start"], e["end"]) for e in events.get(u, [])]
-            elif u in durs and u in tokens:
-                for t, s, e in token_spans(tokens[u].split(), durs[u], dur):
-                    tag, part = tag_part_of(t)
-                    if part == 1:
-                        spans.append((f"[{token_to_tag(t)}]", s, e))
-                    elif part > 1 and spans and spans[-1][0] == f"[{token_to_tag(tag)}]":
-                        spans[-1] = (spans[-1][0], spans[-1][1], e)   # a tag's later parts extend its span
+            elif u in durs and u in tokens:   # a tag's later parts extend its span
+                spans = [(f"[{t}]", s, e) for t, s, e in tag_spans(tokens[u].split(), durs[u], dur)]
             _shade(ax, spans, "tab:cyan" if name == "real" else "tab:green")
             title = f"{u} ({name}): {refs[u]}"
             if name == "synthesised":

