@@ -2,8 +2,8 @@
 # Vietnamese zero-shot voice conversion (VLSP 2025 VC), two methods (--vc_method):
 #   knn      (Task 1, the recipe default) content from the source, timbre from the reference:
 #            source frames matched to the reference clip's frames by frozen Whisper base
-#            encoder features, WORLD synthesis (pyutils/vc/knn.py); no speaker model or TTS
-#            is trained (stages 3 and 5 are skipped), the recipe ASR only gives its WER rows.
+#            encoder features, WORLD synthesis (pyutils/vc/knn.py); nothing is trained
+#            (stages 3-5 are skipped, stage 2 formats the pairs only), WER is the judge's.
 #   cascade  (Task 2, everything trained here) ASR(source) -> text, then
 #            TTS(text, speaker embedding of the target's reference clip) -> waveform;
 #            with --task 1, local checkpoints may replace any model (--pretrained_*).
@@ -138,6 +138,7 @@ fi
 case "${vc_method}" in
   cascade) ;;
   knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; }
+       [ "${wer_asr}" = judge ] || { echo "$0: --vc_method knn trains no ASR: --wer_asr judge" >&2; exit 2; }
        [ "${oracle_text}" = false ] || { echo "$0: --oracle_text is a diagnosis of the cascade (--vc_method cascade)" >&2; exit 2; } ;;
   *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
 esac
@@ -267,8 +268,11 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 2
-_dump_sets="tr_text dev_text"
-[ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
+_dump_sets=
+if [ "${vc_method}" = cascade ]; then   # the kNN conversion trains nothing: its pairs only
+  _dump_sets="tr_text dev_text"
+  [ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
+fi
 for name in ${pairs_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
 if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   stage_begin 2 "format audio"
@@ -402,7 +406,9 @@ asr_stage() {  # $1: torch threads of the ASR training
     asr_decode train_audio
   fi
 }
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && [ "${vc_method}" = knn ]; then
+  log "stage 4: skipped: the kNN conversion trains no ASR (WER: the judge; pairs without transcripts are scored against its transcript of the source)"
+elif [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   stage_begin 4 "ASR (foreground, or the start of the background job)"
   if [ "${parallel_train}" = true ] && [ "${stop_stage}" -ge 5 ] && [ "${tts_audio_only_asr}" = false ] \
      && [ "${vc_method}" = cascade ] \
@@ -477,8 +483,6 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"} \
         ${src_text:+--src-text "${src_text}"}
     _src=${name}_pairs_src
-    log "  ASR of the ${name} sources"
-    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     if [ "${vc_method}" = knn ]; then
       log "  kNN conversion (log: ${vc_exp}/log/convert_${name}.log)"
       _out=${vc_exp}/convert_${name}/wav
@@ -491,6 +495,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       grep -v '^#' "${vc_exp}/log/validate_${name}.log" | tail -n 2
       continue
     fi
+    log "  ASR of the ${name} sources"
+    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
     _tset=${name}_pairs${_tsfx}
     _text=${asr_exp}/decode/${_src}/text
@@ -542,19 +548,24 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     awk '{print $1, $1}' "${dumpdir}/raw/${_o}/wav.scp" > "${dumpdir}/raw/${_o}/utt2spk"
     cp "${dumpdir}/raw/${_o}/utt2spk" "${dumpdir}/raw/${_o}/spk2utt"
     mkdir -p "${_e}/log"
-    # Both listeners, every time: the independent judge (pretrained Whisper, as VLSP scores
-    # with a pretrained ASR) and the recipe's own ASR, each on the outputs and on the sources
-    # (the sources give each listener's ceiling on this data). --wer_asr picks the Score's.
+    # Both listeners (the kNN conversion: the judge only, it trains no ASR): the independent
+    # judge (pretrained Whisper, as VLSP scores with a pretrained ASR) and the recipe's own ASR,
+    # each on the outputs and on the sources (the sources give each listener's ceiling on this
+    # data). --wer_asr picks the Score's.
     for _w in "${_o}" "${_src}"; do
       ${decode_cmd} "${_e}/log/judge_${_w}.log" \
         python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
           --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text"
     done
-    asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    if [ "${vc_method}" = cascade ]; then
+      asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    fi
     if [ "${wer_asr}" = judge ]; then _hyp=${_e}/judge/${_o}/text; else _hyp=${asr_exp}/decode/${_o}/text; fi
-    # reference words: the source transcript, else the ASR transcript of the source
+    # reference words: the source transcript, else the ASR transcript of the source (kNN: the judge's)
     if [ -f "${dumpdir}/raw/${_src}/text" ]; then
       _ref=${dumpdir}/raw/${_src}/text; _refdesc="source transcripts"
+    elif [ "${vc_method}" = knn ]; then
+      _ref=${_e}/judge/${_src}/text; _refdesc="the judge's transcripts of the sources (no source transcripts)"
     else
       _ref=${asr_exp}/decode/${_src}/text; _refdesc="ASR transcripts of the sources (no source transcripts)"
     fi
@@ -566,6 +577,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
                 "recipe:${asr_exp}/decode/${_o}/text:recipe ASR on the converted outputs"; do
       IFS=: read -r _by _h _label <<< "${_row}"
       [ "${_h}" = "${_ref}" ] && continue   # no transcripts: the ASR of the sources is the reference
+      [ "${_by}" = recipe ] && [ "${vc_method}" = knn ] && continue   # no recipe ASR
       _v=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_h}")
       printf '%s\t%s\t%s\n' "${_label}" "${_v}" "$([ "${_by}" = "${wer_asr}" ] && [ "${_h}" = "${_hyp}" ] && echo "Score" || true)" \
         >> "${_e}/wer_table.tsv"
@@ -584,7 +596,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   done
   _asr_note="ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a"))"
   if [ "${vc_method}" = knn ]; then
-    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${knn_args:-defaults}); recipe ${_asr_note}, used only for its rows of the WER table."
+    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
   else
     _models_note="Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ${_asr_note}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}."
   fi
