@@ -1380,6 +1380,34 @@ def _(d):
     return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
 
 
+# ----------------------------------------------------------------- pyutils.vc.knn: unusable references
+def _knn_pairs(d, ref: Path) -> Path:
+    src = ROOT / "tools" / "models" / "real_speech" / "arctic_a0007.wav"
+    return write(d / "pairs.tsv", f"{src}\t{ref}\tspk1-to-spk2.wav\n")
+
+
+@case("vc-knn-reference-0.2s")
+def _(d):
+    pairs = _knn_pairs(d, wav(d / "short.wav", seconds=0.2))
+    return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
+                  where=str(d / "short.wav"), text="pair spk1-to-spk2", timeout=120)
+
+
+@case("vc-knn-reference-music-only")
+def _(d):
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(4000) / 16000                       # 16 notes of 0.25 s, harmonics, decaying
+    notes = [sum(0.5 ** h * np.sin(2 * np.pi * 220 * 2 ** (n % 7 / 12) * (h + 1) * t) for h in range(5))
+             * np.exp(-6 * t) for n in range(16)]
+    x = np.concatenate(notes)
+    sf.write(d / "music.wav", (0.3 * x / np.abs(x).max()).astype(np.float32), 16000, subtype="PCM_16")
+    pairs = _knn_pairs(d, d / "music.wav")
+    return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
+                  where=str(d / "music.wav"), text="YAMNet", timeout=120)
+
+
 # ----------------------------------------------------------------- pyutils.vc.pairs: source transcripts
 def vc_pairs(*args):
     return py("pyutils.vc.pairs", *args)
