@@ -4,15 +4,16 @@
     pip download --no-deps --no-binary :all: pyannote-audio==4.0.7 -d /tmp/vcdev
     tar xzf /tmp/vcdev/pyannote_audio-4.0.7.tar.gz -C /tmp/vcdev
     PYTHONPATH=. tools/venv/bin/python benchmarks/vc_devset.py \
-        --ami /tmp/vcdev/pyannote_audio-4.0.7/tests/data --real tools/models/real_speech --out /tmp/vcdev/set
+        --ami /tmp/vcdev/pyannote_audio-4.0.7/tests/data /tmp/vcdev/pyannote_audio-4.0.7/src/pyannote/audio/sample \
+        --real tools/models/real_speech --out /tmp/vcdev/set
 
 Material (none of it Vietnamese, none of it the vieneu clips, none of it an
 ASR-evaluation-only corpus): the AMI meeting excerpts of the ``pyannote-audio``
 sdist (``tests/data/*.wav`` with their RTTM speaker turns) and the real
 recordings under ``tools/models/real_speech`` (CMU ARCTIC, Silero's test clip).
 From the RTTM turns, for each speaker, the longest stretch spoken by that
-speaker alone (turns of one speaker less than 0.3 s apart merged, nobody else
-speaking in it), 2.5 to 8 s long, is cut to 16 kHz mono; ``real_speech`` gives
+speaker alone (turns of one speaker less than 0.6 s apart merged, nobody else
+speaking in it), 2 to 8 s long, is cut to 16 kHz mono; ``real_speech`` gives
 its files (the long one cut to its first 6 s of speech).
 
 Pairs: each clip is a source for the next ``--refs-per-source`` clips of other
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--min-s", type=float, default=2.0)
     ap.add_argument("--gap", type=float, default=0.6, help="merge one speaker's turns closer than this")
     ap.add_argument("--max-s", type=float, default=8.0)
-    ap.add_argument("--refs-per-source", type=int, default=2)
+    ap.add_argument("--refs-per-source", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     import soundfile as sf
