@@ -1,6 +1,10 @@
 """benchmarks/vc_devset.py: solo stretches of one speaker from RTTM turns (the DEV set's clips)."""
 
-from benchmarks.vc_devset import read_rttm, solo_stretches
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.vc_devset import read_rttm, solo_stretches  # noqa: E402
 
 
 def test_solo_stretches_merge_close_turns_and_drop_overlapped_ones():
