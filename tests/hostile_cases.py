@@ -46,6 +46,8 @@ class Expect:
     cwd: Optional[str] = None
     timeout: float = 60.0
     nonzero: bool = False          # any non-zero status will do (shell tools: 1 or 2)
+    fork: bool = True              # False: a new interpreter even for ``python -m`` (torch's thread
+                                   # pool does not survive a fork of a process that already used it)
 
 
 @dataclass
@@ -1390,7 +1392,7 @@ def _knn_pairs(d, ref: Path) -> Path:
 def _(d):
     pairs = _knn_pairs(d, wav(d / "short.wav", seconds=0.2))
     return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
-                  where=str(d / "short.wav"), text="pair spk1-to-spk2", timeout=120)
+                  where=str(d / "short.wav"), text="pair spk1-to-spk2", timeout=240, fork=False)
 
 
 @case("vc-knn-reference-music-only")
@@ -1405,7 +1407,7 @@ def _(d):
     sf.write(d / "music.wav", (0.3 * x / np.abs(x).max()).astype(np.float32), 16000, subtype="PCM_16")
     pairs = _knn_pairs(d, d / "music.wav")
     return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
-                  where=str(d / "music.wav"), text="YAMNet", timeout=120)
+                  where=str(d / "music.wav"), text="YAMNet", timeout=240, fork=False)
 
 
 # ----------------------------------------------------------------- pyutils.vc.pairs: source transcripts
@@ -1475,7 +1477,7 @@ class _Running:
         self.deadline = time.time() + e.timeout
         argv = [str(a) for a in e.argv]
         self.proc = None
-        if fork and is_python(e):
+        if fork and e.fork and is_python(e):
             sys.stdout.flush()
             sys.stderr.flush()
             self.pid = os.fork()
@@ -1585,7 +1587,7 @@ def run_all(cases, base: Path, root: Path = ROOT, fork: bool = True, parallel: i
         d.mkdir(parents=True, exist_ok=True)
         made[c.name] = c.make(d)
     if fork:
-        for mod in {e.argv[2] for e in made.values() if is_python(e)}:
+        for mod in {e.argv[2] for e in made.values() if is_python(e) and e.fork}:
             __import__(mod)  # imported once here, shared by every forked case
     todo = list(made.items())
     running: dict = {}
