@@ -96,6 +96,23 @@ def bench_setting(pairs, texts, setting: str, work: str, judge, src_hyp, threads
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in res.items()}
 
 
+def world_ceiling(pairs, texts, judge, work: str) -> Dict[str, float]:
+    """WER of WORLD analysis/synthesis of each source itself (no conversion): the vocoder's ceiling."""
+    from pyutils.vc.convert import write_pcm16
+    from pyutils.vc.features import world_analyze, world_synthesize
+
+    out = os.path.join(work, "world_resynthesis")
+    os.makedirs(out, exist_ok=True)
+    paths = {}
+    for src in sorted({p[1] for p in pairs}):
+        path = os.path.join(out, os.path.basename(src))
+        write_pcm16(path, world_synthesize(world_analyze(load_audio(src))))
+        paths[src] = path
+    by_src = transcribe(judge, paths)
+    return dict(setting="WORLD resynthesis of the sources", pairs=len(pairs),
+                wer_out=round(corpus_wer(texts, {p: by_src[s] for p, s, _, _ in pairs}), 3))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vieneu", default="/tmp/vieneu", help="unzipped vieneu==3.8.3 wheel")
@@ -105,6 +122,11 @@ def main(argv=None) -> int:
     ap.add_argument("--settings", nargs="+", default=["layer=4"], help="name=value,... of KnnConfig")
     ap.add_argument("--limit", type=int, default=0, help="first N pairs only (0: all)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lang", default="vi", help="the judge's language (en for the DEV set of vc_devset.py)")
+    ap.add_argument("--pseudo-text", action="store_true",
+                    help="no transcripts: WER against the judge's transcript of each source")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also judge WORLD analysis/synthesis of each source itself (the vocoder's ceiling)")
     args = ap.parse_args(argv)
     from pyutils.whisper.judge import Judge
 
@@ -113,15 +135,19 @@ def main(argv=None) -> int:
 
         listed = read_pairs(args.pairs_list, src_text=args.src_text)
         pairs = [(p.pair_id, p.source, p.target, p.name) for p in listed]
-        texts = {p.pair_id: p.text or "" for p in listed}
+        texts = {p.pair_id: p.text or "" for p in listed if p.text or not args.pseudo_text}
     else:
         pairs, texts = vieneu_pairs(args.vieneu)
     if args.limit:
         pairs = pairs[: args.limit]
         texts = {p[0]: texts[p[0]] for p in pairs}
-    judge = Judge("base", lang="vi", threads=args.threads)
+    judge = Judge("base", lang=args.lang, threads=args.threads)
     by_src = transcribe(judge, {s: s for s in sorted({p[1] for p in pairs})})
     src_hyp = {p: by_src[s] for p, s, _, _ in pairs}
+    if args.pseudo_text:
+        texts = {p: texts.get(p) or src_hyp[p] for p, _, _, _ in pairs}
+    if args.ceiling:
+        print(json.dumps(world_ceiling(pairs, texts, judge, args.work), ensure_ascii=False), flush=True)
     for setting in args.settings:
         print(json.dumps(bench_setting(pairs, texts, setting, args.work, judge, src_hyp, args.threads),
                          ensure_ascii=False), flush=True)

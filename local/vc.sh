@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Vietnamese zero-shot voice conversion (VLSP 2025 VC) as an ESPnet cascade.
-# espnet2 has no VC task, so a conversion is: ASR(source) -> text, then
-# TTS(text, speaker embedding of the target's reference clip) -> waveform.
-# Every model is trained in-recipe (challenge Task 2, the default); with
-# --task 1, local checkpoints may replace any of them (--pretrained_*).
+# Vietnamese zero-shot voice conversion (VLSP 2025 VC), two methods (--vc_method):
+#   knn      (Task 1, the recipe default) content from the source, timbre from the reference:
+#            source frames matched to the reference clip's frames by frozen Whisper base
+#            encoder features, WORLD synthesis (pyutils/vc/knn.py); nothing is trained
+#            (stages 3-5 are skipped, stage 2 formats the pairs only), WER is the judge's.
+#   cascade  (Task 2, everything trained here) ASR(source) -> text, then
+#            TTS(text, speaker embedding of the target's reference clip) -> waveform;
+#            with --task 1, local checkpoints may replace any model (--pretrained_*).
 #
 #   0 corpus      mini corpus (chorus-synth vc) or VLSP 2025 VC (chorus-prep vlsp_vc, db.sh)
 #   1 data prep   data/: normalised transcripts, speaker-stratified dev split,
 #                 pairs lists validated (every problem at once) -> <name>_pairs_{src,ref}
 #   2 format      dump/raw/<set>: 16 kHz mono PCM16 audio (pyutils.asr.dump_audio)
-#   3 speaker     ESPnet-SPK x-vector trained on transcribed + audio-only speech;
+#   3 speaker     (cascade) ESPnet-SPK x-vector trained on transcribed + audio-only speech;
 #                 embeddings of training utterances and of every reference clip
 #   4 ASR         Vietnamese character ASR (local/nvv_asr.sh stages 2-6)
-#   5 TTS         multi-speaker FastSpeech conditioned on the embeddings, token durations
+#   5 TTS         (cascade) multi-speaker FastSpeech conditioned on the embeddings, token durations
 #                 from an HMM forced alignment of the training speech (local/nvv_tts.sh 2-5)
-#   6 convert     ASR of the sources -> TTS with the references' embeddings ->
-#                 exp/vc/convert_<name>/wav/<converted name> (16 kHz PCM16), validated
+#   6 convert     knn: pyutils.vc.knn; cascade: ASR of the sources -> TTS with the references'
+#                 embeddings -> exp/vc[_knn]_<preset>/convert_<name>/wav/<converted name>
+#                 (16 kHz PCM16), validated
 #   7 evaluate    SIM(ref,out), SIM(src,out) (resemblyzer), MOS (DNSMOS), WER (pretrained Whisper judge)
-#                 -> chorus-score vc -> exp/vc/RESULTS.md
+#                 -> chorus-score vc -> exp/vc[_knn]_<preset>/RESULTS.md (RESULTS_<name>.md for --pairs)
 #   8 package     submission/<name>/ (+ .zip), chorus-score validate-vc
 #
 # Every stage prints "stage N: ..."; every Python step logs (<exp>/log/<step>.log or the
@@ -45,9 +49,10 @@ stage=0                  # first stage to run
 stop_stage=8             # last stage to run
 preset=default           # ci|default|large: corpus size and model configs
 task=2                   # 2: no external pretrained models (all trained here); 1: --pretrained_* allowed
-vc_method=cascade        # stage 6: cascade (recipe ASR -> TTS with the reference's embedding) | knn (source frames
-                         # matched to the reference's by frozen Whisper base features, WORLD; pyutils/vc/knn.py;
-                         # a pretrained model: --task 1 only)
+vc_method=               # stage 6: knn (source frames matched to the reference's by frozen Whisper base
+                         # features, WORLD; pyutils/vc/knn.py; a pretrained model: --task 1 only; no speaker
+                         # model or TTS is trained) | cascade (recipe ASR -> TTS with the reference's embedding);
+                         # empty: knn with --task 1 and no --pretrained_*, else cascade
 knn_args=                # more pyutils.vc.knn options, e.g. "--blend 1 --rerank 0" (pure kNN) or "--bad-ref copy-source"
 nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
 ngpu=0                   # GPUs for training
@@ -93,9 +98,10 @@ submission_dir=submission
 help_message=$(cat <<EOF
 Usage: $0 [options]   (run from egs/vivc through its run.sh)
 
-Vietnamese zero-shot VC cascade, stages 0-8 (header of local/vc.sh lists them).
+Vietnamese zero-shot VC, stages 0-8 (header of local/vc.sh lists them).
 Examples:
-  ./run.sh                                    # mini corpus, default preset, Task 2
+  ./run.sh                                    # mini corpus, default preset, kNN conversion (Task 1)
+  ./run.sh --task 2                           # the ASR -> TTS cascade, every model trained here (Task 2)
   ./run.sh --preset ci                        # whole recipe in a few minutes
   ./run.sh --corpus vlsp2025                  # VLSP 2025 VC data (VLSP2025_VC in db.sh)
   ./run.sh --stage 6 --pairs my_pairs.tsv     # convert your own pairs with trained models
@@ -125,9 +131,15 @@ case "${task}" in
      fi ;;
   *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;;
 esac
+if [ -z "${vc_method}" ]; then
+  vc_method=cascade
+  [ "${task}" = 1 ] && [ -z "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ] && vc_method=knn
+fi
 case "${vc_method}" in
   cascade) ;;
-  knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; } ;;
+  knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; }
+       [ "${wer_asr}" = judge ] || { echo "$0: --vc_method knn trains no ASR: --wer_asr judge" >&2; exit 2; }
+       [ "${oracle_text}" = false ] || { echo "$0: --oracle_text is a diagnosis of the cascade (--vc_method cascade)" >&2; exit 2; } ;;
   *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
 esac
 for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
@@ -161,6 +173,7 @@ spk_exp=${pretrained_spk:-${expdir}/$(basename "${spk_config}" .yaml | sed 's/^t
 asr_exp=${pretrained_asr:-${expdir}/$(basename "${asr_config}" .yaml | sed 's/^train_//')}
 tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^train_//')}
 vc_exp=${expdir}/vc_${preset}
+[ "${vc_method}" = knn ] && vc_exp=${expdir}/vc_knn_${preset}
 _tsfx=""   # TTS set suffix: an oracle-text run never overwrites the cascade's synthesis
 if [ "${oracle_text}" = true ]; then vc_exp=${expdir}/vc_${preset}_oracletext; _tsfx=_oracletext; fi
 emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
@@ -178,7 +191,7 @@ tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj
 mkdir -p "${vc_exp}/log"
 
 log "${_cmdline}"
-log "preset=${preset} task=${task} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
+log "preset=${preset} task=${task} vc_method=${vc_method} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
 
 # The recipe ASR (local/nvv_asr.sh) on Kaldi dirs under dump/raw.
 local_asr() {
@@ -255,8 +268,11 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 2
-_dump_sets="tr_text dev_text"
-[ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
+_dump_sets=
+if [ "${vc_method}" = cascade ]; then   # the kNN conversion trains nothing: its pairs only
+  _dump_sets="tr_text dev_text"
+  [ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
+fi
 for name in ${pairs_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
 if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
   stage_begin 2 "format audio"
@@ -314,7 +330,9 @@ spk_extract() {
   mkdir -p "${emb_dir}/log"; mv "${_o}/log/extract.log" "${emb_dir}/log/extract.$(date +%s).log"
   rm -rf "${_o}"
 }
-if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
+if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && [ "${vc_method}" = knn ]; then
+  log "stage 3: skipped: the kNN conversion needs no speaker model (SIM is judged by pretrained encoders)"
+elif [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   stage_begin 3 "speaker model + embeddings"
   if [ -n "${pretrained_spk}" ]; then
     log "stage 3: speaker model: pretrained ${pretrained_spk} (task 1), not trained"
@@ -388,9 +406,12 @@ asr_stage() {  # $1: torch threads of the ASR training
     asr_decode train_audio
   fi
 }
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
+if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && [ "${vc_method}" = knn ]; then
+  log "stage 4: skipped: the kNN conversion trains no ASR (WER: the judge; pairs without transcripts are scored against its transcript of the source)"
+elif [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
   stage_begin 4 "ASR (foreground, or the start of the background job)"
   if [ "${parallel_train}" = true ] && [ "${stop_stage}" -ge 5 ] && [ "${tts_audio_only_asr}" = false ] \
+     && [ "${vc_method}" = cascade ] \
      && [ -z "${pretrained_asr}" ] && [ -z "${pretrained_tts}" ]; then
     log "stage 4: ASR training runs in the background, in parallel with stage 5 (log: ${vc_exp}/log/asr.log)"
     asr_stage 1 > "${vc_exp}/log/asr.log" 2>&1 &
@@ -402,7 +423,9 @@ if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
+if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && [ "${vc_method}" = knn ]; then
+  log "stage 5: skipped: the kNN conversion trains no TTS"
+elif [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
   # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
   # during which it ended (this one or the wait below); add both rows for the parallel part
   stage_begin 5 "TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
@@ -451,7 +474,8 @@ fi
 # ---------------------------------------------------------------- stage 6
 if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
   stage_begin 6 convert
-  _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
+  [ "${vc_method}" = knn ] \
+    || _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
   for name in ${pairs_sets}; do
     log "stage 6: convert the pairs of ${name}"
     # Checked again here: a list edited after stage 1 must not fail halfway through.
@@ -459,8 +483,6 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       python -m pyutils.vc.pairs --pairs "$(pairs_tsv "${name}")" ${audio_root:+--audio-root "${audio_root}"} \
         ${src_text:+--src-text "${src_text}"}
     _src=${name}_pairs_src
-    log "  ASR of the ${name} sources"
-    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     if [ "${vc_method}" = knn ]; then
       log "  kNN conversion (log: ${vc_exp}/log/convert_${name}.log)"
       _out=${vc_exp}/convert_${name}/wav
@@ -473,6 +495,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       grep -v '^#' "${vc_exp}/log/validate_${name}.log" | tail -n 2
       continue
     fi
+    log "  ASR of the ${name} sources"
+    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
     _tset=${name}_pairs${_tsfx}
     _text=${asr_exp}/decode/${_src}/text
@@ -524,19 +548,24 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     awk '{print $1, $1}' "${dumpdir}/raw/${_o}/wav.scp" > "${dumpdir}/raw/${_o}/utt2spk"
     cp "${dumpdir}/raw/${_o}/utt2spk" "${dumpdir}/raw/${_o}/spk2utt"
     mkdir -p "${_e}/log"
-    # Both listeners, every time: the independent judge (pretrained Whisper, as VLSP scores
-    # with a pretrained ASR) and the recipe's own ASR, each on the outputs and on the sources
-    # (the sources give each listener's ceiling on this data). --wer_asr picks the Score's.
+    # Both listeners (the kNN conversion: the judge only, it trains no ASR): the independent
+    # judge (pretrained Whisper, as VLSP scores with a pretrained ASR) and the recipe's own ASR,
+    # each on the outputs and on the sources (the sources give each listener's ceiling on this
+    # data). --wer_asr picks the Score's.
     for _w in "${_o}" "${_src}"; do
       ${decode_cmd} "${_e}/log/judge_${_w}.log" \
         python -m pyutils.whisper.judge --lang vi --model "${judge_model}" \
           --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text"
     done
-    asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    if [ "${vc_method}" = cascade ]; then
+      asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+    fi
     if [ "${wer_asr}" = judge ]; then _hyp=${_e}/judge/${_o}/text; else _hyp=${asr_exp}/decode/${_o}/text; fi
-    # reference words: the source transcript, else the ASR transcript of the source
+    # reference words: the source transcript, else the ASR transcript of the source (kNN: the judge's)
     if [ -f "${dumpdir}/raw/${_src}/text" ]; then
       _ref=${dumpdir}/raw/${_src}/text; _refdesc="source transcripts"
+    elif [ "${vc_method}" = knn ]; then
+      _ref=${_e}/judge/${_src}/text; _refdesc="the judge's transcripts of the sources (no source transcripts)"
     else
       _ref=${asr_exp}/decode/${_src}/text; _refdesc="ASR transcripts of the sources (no source transcripts)"
     fi
@@ -548,6 +577,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
                 "recipe:${asr_exp}/decode/${_o}/text:recipe ASR on the converted outputs"; do
       IFS=: read -r _by _h _label <<< "${_row}"
       [ "${_h}" = "${_ref}" ] && continue   # no transcripts: the ASR of the sources is the reference
+      [ "${_by}" = recipe ] && [ "${vc_method}" = knn ] && continue   # no recipe ASR
       _v=$(python -m pyutils.vc.evaluate wer --ref "${_ref}" --hyp "${_h}")
       printf '%s\t%s\t%s\n' "${_label}" "${_v}" "$([ "${_by}" = "${wer_asr}" ] && [ "${_h}" = "${_hyp}" ] && echo "Score" || true)" \
         >> "${_e}/wer_table.tsv"
@@ -564,18 +594,27 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     grep -v '^#' "${_e}/log/score.log" | sed 's/^/  /'
     _report_args+=(--set "${name}" "${_e}/components.tsv" "${_e}/score.json" --wer-table "${name}" "${_e}/wer_table.tsv")
   done
+  _asr_note="ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a"))"
+  if [ "${vc_method}" = knn ]; then
+    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
+  else
+    _models_note="Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ${_asr_note}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}."
+  fi
+  _report=${vc_exp}/RESULTS.md   # a --pairs list gets its own report beside the test set's
+  [ -n "${pairs}" ] && _report=${vc_exp}/RESULTS_${pairs_sets}.md
   ${decode_cmd} "${vc_exp}/log/report.log" \
-  python -m pyutils.vc.report "${_report_args[@]}" --output "${vc_exp}/RESULTS.md" \
+  python -m pyutils.vc.report "${_report_args[@]}" --output "${_report}" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir}).$([ "${oracle_text}" = true ] && echo " DIAGNOSIS RUN (--oracle_text true): the TTS read the true source transcripts, not the ASR's; not a conversion system.")" \
-    --note "Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a")); TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}." \
+    --note "${_models_note}" \
     --wer-by "$([ "${wer_asr}" = judge ] && echo "the pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data; VLSP scores with a pretrained ASR too, so the judge is the faithful proxy)" || echo "the recipe's own ASR (trained on this corpus: a lenient listener)")" \
     --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s."
-  log "stage 7: ${vc_exp}/RESULTS.md"
+  log "stage 7: ${_report}"
   ${decode_cmd} "${vc_exp}/log/report_check.log" \
-    python -m pyutils.vc.report --check "${vc_exp}/RESULTS.md"
+    python -m pyutils.vc.report --check "${_report}"
   grep -v '^#' "${vc_exp}/log/report_check.log" | sed 's/^/  /'
-  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${task}" = 2 ] && [ -z "${pairs}" ] \
-     && [ "${oracle_text}" = false ]; then
+  # the recipe's default (kNN, default options) on the mini corpus's test pairs fills ./RESULTS.md
+  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${vc_method}" = knn ] && [ -z "${knn_args}" ] \
+     && [ -z "${pairs}" ] && [ "${oracle_text}" = false ]; then
     ${decode_cmd} "${vc_exp}/log/copy_results.log" \
       python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md
     for name in ${pairs_sets}; do

@@ -46,6 +46,8 @@ class Expect:
     cwd: Optional[str] = None
     timeout: float = 60.0
     nonzero: bool = False          # any non-zero status will do (shell tools: 1 or 2)
+    fork: bool = True              # False: a new interpreter even for ``python -m`` (torch's thread
+                                   # pool does not survive a fork of a process that already used it)
 
 
 @dataclass
@@ -1383,6 +1385,34 @@ def _(d):
     return Expect(sqa("--model", m, d / "clips"), where=str(m / "postproc.json"), nonzero=True)
 
 
+# ----------------------------------------------------------------- pyutils.vc.knn: unusable references
+def _knn_pairs(d, ref: Path) -> Path:
+    src = ROOT / "tools" / "models" / "real_speech" / "arctic_a0007.wav"
+    return write(d / "pairs.tsv", f"{src}\t{ref}\tspk1-to-spk2.wav\n")
+
+
+@case("vc-knn-reference-0.2s")
+def _(d):
+    pairs = _knn_pairs(d, wav(d / "short.wav", seconds=0.2))
+    return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
+                  where=str(d / "short.wav"), text="pair spk1-to-spk2", timeout=240, fork=False)
+
+
+@case("vc-knn-reference-music-only")
+def _(d):
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(4000) / 16000                       # 16 notes of 0.25 s, harmonics, decaying
+    notes = [sum(0.5 ** h * np.sin(2 * np.pi * 220 * 2 ** (n % 7 / 12) * (h + 1) * t) for h in range(5))
+             * np.exp(-6 * t) for n in range(16)]
+    x = np.concatenate(notes)
+    sf.write(d / "music.wav", (0.3 * x / np.abs(x).max()).astype(np.float32), 16000, subtype="PCM_16")
+    pairs = _knn_pairs(d, d / "music.wav")
+    return Expect(py("pyutils.vc.knn", "--pairs", pairs, "--out", d / "out"), code=1,
+                  where=str(d / "music.wav"), text="YAMNet", timeout=240, fork=False)
+
+
 # ----------------------------------------------------------------- pyutils.vc.pairs: source transcripts
 def vc_pairs(*args):
     return py("pyutils.vc.pairs", *args)
@@ -1450,7 +1480,7 @@ class _Running:
         self.deadline = time.time() + e.timeout
         argv = [str(a) for a in e.argv]
         self.proc = None
-        if fork and is_python(e):
+        if fork and e.fork and is_python(e):
             sys.stdout.flush()
             sys.stderr.flush()
             self.pid = os.fork()
@@ -1560,7 +1590,7 @@ def run_all(cases, base: Path, root: Path = ROOT, fork: bool = True, parallel: i
         d.mkdir(parents=True, exist_ok=True)
         made[c.name] = c.make(d)
     if fork:
-        for mod in {e.argv[2] for e in made.values() if is_python(e)}:
+        for mod in {e.argv[2] for e in made.values() if is_python(e) and e.fork}:
             __import__(mod)  # imported once here, shared by every forked case
     todo = list(made.items())
     running: dict = {}

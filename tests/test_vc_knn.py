@@ -1,5 +1,6 @@
 """kNN voice conversion (pyutils.vc.knn): matching, acoustics of matched frames, hostile input."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -201,3 +202,95 @@ def test_a_very_low_voice_is_analysed_with_the_low_f0_floor():
     assert w.sp.shape == plain.sp.shape
     assert abs(np.median(w.f0[w.voiced]) - 50.0) < 5.0
     assert knn.check_reference(x, w, conv.cfg) is None
+
+
+YAMNET = os.path.join(ROOT, "tools", "models", "yamnet", "model.onnx")
+
+
+def _music(seconds=4.0, seed=0):
+    """Synthetic music: a melody of harmonic notes with decaying envelopes over a bass line."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(0.25 * SR)) / SR
+    notes = []
+    for _ in range(int(seconds / 0.25)):
+        f = 220.0 * 2 ** (rng.integers(0, 12) / 12)
+        tone = sum(0.5 ** h * np.sin(2 * np.pi * f * (h + 1) * t) for h in range(5))
+        bass = 0.6 * np.sin(2 * np.pi * f / 4 * t)
+        notes.append((tone + bass) * np.exp(-6 * t))
+    x = np.concatenate(notes)
+    return (0.3 * x / np.abs(x).max()).astype(np.float32)
+
+
+def _bare_converter(**cfg):
+    conv = knn.KnnConverter.__new__(knn.KnnConverter)     # no Whisper: problem() needs cached features
+    conv.cfg = knn.KnnConfig(**cfg)
+    conv._cache, conv._tagger, conv._speech_ok = {}, None, set()
+    return conv
+
+
+@pytest.mark.skipif(not os.path.isfile(YAMNET), reason="YAMNet not installed (make -C tools yamnet)")
+def test_a_music_only_reference_is_refused_naming_it_though_world_calls_it_voiced():
+    from pyutils.vc.evaluate import load_audio
+
+    conv = _bare_converter()
+    music = _music()
+    w = conv.world(music)
+    assert knn.check_reference(music, w, conv.cfg) is None          # WORLD alone lets it through
+    speech = load_audio(os.path.join(REAL, "arctic_a0007.wav"))
+    conv._cache["src.wav"] = (speech, None, conv.world(speech))
+    conv._cache["music.wav"] = (music, None, w)
+    conv._cache["speech.wav"] = (speech, None, conv._cache["src.wav"][2])
+    why = conv.problem("src.wav", "music.wav")
+    assert why is not None and why.startswith("reference") and "YAMNet" in why and why.endswith("music.wav")
+    assert conv.problem("src.wav", "speech.wav") is None
+    off = _bare_converter(min_speech=0)                               # the check switched off
+    off._cache = conv._cache
+    assert off.problem("src.wav", "music.wav") is None
+
+
+def test_a_source_longer_than_whisper_window_is_encoded_window_by_window(monkeypatch):
+    """A 65 s source: three windows of <= 30 s, one content frame per 20 ms over the whole length."""
+    from pyutils.vc import features
+
+    seen = []
+
+    def fake_chunk(self, x):
+        seen.append(x.size)
+        return np.zeros((int(np.ceil(x.size / 320)), 4), np.float32)
+
+    monkeypatch.setattr(features.WhisperContent, "_encode_chunk", fake_chunk)
+    enc = features.WhisperContent.__new__(features.WhisperContent)
+    c = enc.features(np.zeros(65 * SR, np.float32))
+    assert seen == [30 * SR, 30 * SR, 5 * SR]
+    assert c.shape[0] == 65 * SR // 320
+
+
+def test_convert_features_covers_a_long_source_frame_for_frame():
+    """Output WORLD frames = source frames for a 40 s source against a 3 s reference."""
+    rng = np.random.default_rng(0)
+    n_src, n_ref = 40 * 200, 3 * 200                       # 5 ms frames
+    w_src = _world(np.full(n_src, 120.0), np.exp(rng.normal(size=(n_src, 65))), np.full((n_src, 65), 0.1))
+    w_ref = _world(np.full(n_ref, 200.0), np.exp(rng.normal(size=(n_ref, 65))), np.full((n_ref, 65), 0.3))
+    c_src = rng.normal(size=(n_src // WORLD_PER_ENC, 8))
+    c_ref = rng.normal(size=(n_ref // WORLD_PER_ENC, 8))
+    out = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig())
+    assert out.sp.shape == w_src.sp.shape and np.isfinite(out.sp).all()
+    assert np.allclose(out.f0, 200.0)                      # source F0 moved to the reference's mean
+
+
+def test_prematch_averages_reference_frames_over_their_content_neighbours():
+    """Two content clusters: after prematching with k=2 every reference frame carries its
+    cluster's mean envelope; the aperiodicity can come from the source instead."""
+    c_ref = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    sp = np.repeat(np.exp(np.array([[0.0], [2.0], [4.0], [6.0]])), WORLD_PER_ENC, axis=0) * np.ones((1, 3))
+    w_ref = _world(np.full(4 * WORLD_PER_ENC, 100.0), sp, np.full((4 * WORLD_PER_ENC, 3), 0.5))
+    pm = knn.prematch_reference(c_ref, w_ref, k=2)
+    logs = np.log(pm.sp[::WORLD_PER_ENC, 0])
+    assert np.allclose(logs, [1.0, 1.0, 5.0, 5.0])
+    w_src = _world(np.full(WORLD_PER_ENC, 100.0), np.ones((WORLD_PER_ENC, 3)), np.full((WORLD_PER_ENC, 3), 0.05))
+    cfg = knn.KnnConfig(k=1, smooth=1, blend=1.0, rerank=0, ap_from="source", energy="ref")
+    out = knn.convert_features(c_ref[:1], w_src, c_ref, w_ref, cfg)
+    assert np.allclose(out.ap, 0.05)
+    assert np.allclose(np.log(out.sp[:, 0]), 0.0)
+    pre = knn.convert_features(c_ref[:1], w_src, c_ref, w_ref, dataclasses.replace(cfg, prematch=True, k=2))
+    assert np.allclose(np.log(pre.sp[:, 0]), 1.0)

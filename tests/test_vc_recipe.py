@@ -41,8 +41,10 @@ def test_help_and_refusals(tmp_path):
     out = _run("--task", "1", "--pretrained_tts", str(tmp_path))   # no config.yaml there
     assert out.returncode == 2 and "config.yaml" in out.stderr
 
-    out = _run("--vc_method", "knn")          # pretrained Whisper features: Task 1 only
+    out = _run("--task", "2", "--vc_method", "knn")   # pretrained Whisper features: Task 1 only
     assert out.returncode == 2 and "--task 1" in out.stderr
+    out = _run("--vc_method", "knn", "--oracle_text", "true")   # a diagnosis of the cascade only
+    assert out.returncode == 2 and "cascade" in out.stderr
     out = _run("--vc_method", "magic")
     assert out.returncode == 2 and "--vc_method" in out.stderr
 
@@ -88,3 +90,15 @@ def test_convert_stage_refuses_bad_pairs_by_line(tmp_path):
     assert f"{pairs}:2: TARGET_MISSING: gone.wav: file not found" in out.stderr
     assert "Traceback" not in out.stdout + out.stderr
     assert not (tmp_path / "exp" / "vc_ci" / "convert_mine").exists()
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "tools", "venv", "bin", "python")),
+                    reason="tools/venv not built")
+def test_default_method_is_knn_and_task2_is_the_cascade(tmp_path):
+    """./run.sh converts with kNN (Task 1) into exp/vc_knn_<preset>; --task 2 keeps the cascade."""
+    for args, method, exp in (((), "knn", "vc_knn_default"), (("--task", "2"), "cascade", "vc_default")):
+        out = _run(*args, "--stage", "8", "--stop_stage", "8", "--pairs_sets", "",
+                   "--expdir", str(tmp_path / method), "--submission_dir", str(tmp_path / "sub"))
+        assert out.returncode == 0, out.stderr
+        assert f"vc_method={method}" in out.stdout + out.stderr
+        assert (tmp_path / method / exp).is_dir()

@@ -34,9 +34,13 @@ Content from the source, timbre from the reference, nothing trained:
 5. WORLD synthesis, then the source's RMS level.
 
 Hostile input (:func:`check_reference`): a reference shorter than ``min_ref_s``,
-one with fewer than ``min_voiced_s`` seconds of voiced frames (silence, noise,
-many kinds of music) is a problem naming the pair; so is a source that is
-silent. Every problem of the list is collected before anything is written; with
+one with fewer than ``min_voiced_s`` seconds of voiced frames (silence, noise),
+one in which the YAMNet AudioSet tagger (:mod:`pyutils.audio_tagger`) hears no
+speech (best speech-class score over its 0.96 s patches below ``min_speech``:
+music, whose tones WORLD calls voiced, scores <= 0.02, every real and espeak-ng
+clip tried >= 0.68) is a problem naming the pair; so is a source that is silent.
+A source longer than Whisper's 30 s window is encoded window by window
+(:meth:`pyutils.vc.features.WhisperContent.features`) and converted whole. Every problem of the list is collected before anything is written; with
 ``--bad-ref copy-source`` such a pair instead gets its own source (RMS kept),
 each one counted and named on stderr. Never a silent or empty WAV.
 
@@ -72,6 +76,7 @@ class KnnConfig:
     energy: str = "source"    # loudness contour: "source" or "ref" (the matched frames' own)
     min_ref_s: float = 1.0    # shortest usable reference
     min_voiced_s: float = 0.3 # least voiced speech in a usable reference
+    min_speech: float = 0.3   # least YAMNet speech score (max over 0.96 s patches) of a reference; 0: off
     f0_floor: float = 60.0    # DIO search floor; a clip voiced on < 10 % of frames is redone at
     low_f0_floor: float = 40.0  # this floor (a ~50 Hz voice), kept if it finds more voiced frames
     f0_ceil: float = 600.0
@@ -80,6 +85,8 @@ class KnnConfig:
     blend_hz: float = 2000.0    # >0: blend below this frequency, matched frames only above it + 1 kHz
     cep_mvn: bool = True      # source branch: the reference's cepstral spread
     rerank: int = 16          # >0: among this many content neighbours, keep the k spectrally closest
+    ap_from: str = "ref"      # aperiodicity of the matched reference frames ("ref") or the source's own
+    prematch: bool = False    # reference frames' acoustics averaged over their own k content neighbours
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.smooth < 1:
@@ -88,6 +95,12 @@ class KnnConfig:
             raise ValueError(f"blend {self.blend}: must be in [0, 1]")
         if self.energy not in ("source", "ref"):
             raise ValueError(f"energy {self.energy!r}: source or ref")
+        if self.ap_from not in ("source", "ref"):
+            raise ValueError(f"ap_from {self.ap_from!r}: source or ref")
+
+
+SPEECH_CLASSES = ("Speech", "Child speech, kid speaking", "Conversation", "Narration, monologue",
+                  "Speech synthesizer")
 
 
 class ConversionError(ValueError):
@@ -234,11 +247,26 @@ def rerank_spectral(m: np.ndarray, target_log_sp: np.ndarray, w_ref: World, k: i
     return np.take_along_axis(m, keep, axis=1)
 
 
+def prematch_reference(c_ref: np.ndarray, w_ref: World, k: int) -> World:
+    """kNN-VC's prematching on the reference side: each reference content frame ``j`` takes the
+    mean acoustics of its own ``k`` nearest reference frames (itself included),
+    ``log sp'_r(4j + q) = mean_{j' in N_r(j)} log sp_r(4j' + q)`` (and ``ap``), so the matched
+    frames are already averages of like frames; ``f0`` is kept."""
+    nn = knn_indices(c_ref, c_ref, k)                                        # (T_r, k)
+    n = np.arange(len(w_ref.f0))
+    enc_j = np.minimum(n // WORLD_PER_ENC, nn.shape[0] - 1)
+    m = np.clip(nn[enc_j] * WORLD_PER_ENC + (n % WORLD_PER_ENC)[:, None], 0, len(w_ref.f0) - 1)
+    log_sp = np.log(np.maximum(w_ref.sp, 1e-16))[m].mean(axis=1)
+    return World(f0=w_ref.f0, sp=np.exp(log_sp), ap=w_ref.ap[m].mean(axis=1))
+
+
 def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: World,
                      cfg: KnnConfig) -> World:
     """WORLD parameters of the output from matched reference frames (module docstring, steps 2-4)."""
     if cfg.cmn:
         c_src, c_ref = c_src - c_src.mean(axis=0), c_ref - c_ref.mean(axis=0)
+    if cfg.prematch:
+        w_ref = prematch_reference(c_ref, w_ref, cfg.k)
     nn = knn_indices(c_src, c_ref, max(cfg.k, cfg.rerank))       # (T_s, k or rerank)
     n_out = len(w_src.f0)
     n = np.arange(n_out)
@@ -263,7 +291,7 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
             w = cfg.blend + (1.0 - cfg.blend) * np.clip((hz - cfg.blend_hz) / 1000.0, 0.0, 1.0)
         log_sp = w * log_sp + (1.0 - w) * target
     log_sp = _moving_average(log_sp, cfg.smooth)
-    ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0)
+    ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0) if cfg.ap_from == "ref" else w_src.ap
     if cfg.energy == "source":
         e_src = np.log(np.maximum(w_src.sp.mean(axis=1), 1e-16))
         e_out = np.log(np.maximum(np.exp(log_sp).mean(axis=1), 1e-16))
@@ -279,6 +307,8 @@ class KnnConverter:
         self.cfg = cfg
         self.content = WhisperContent(model, cfg.layer, threads)
         self._cache: Dict[str, Tuple[np.ndarray, np.ndarray, World]] = {}
+        self._tagger = None
+        self._speech_ok: set = set()
 
     def analyse(self, path: str) -> Tuple[np.ndarray, np.ndarray, World]:
         if path not in self._cache:
@@ -299,6 +329,16 @@ class KnnConverter:
                 return low
         return w
 
+    def speech_score(self, x: np.ndarray) -> Optional[float]:
+        """YAMNet's best speech-class score over the clip's patches; None when the check is off."""
+        if self.cfg.min_speech <= 0:
+            return None
+        if self._tagger is None:
+            from pyutils.audio_tagger import YamNet
+
+            self._tagger = YamNet.load()   # tools/models/yamnet: make -C tools yamnet
+        return self._tagger.class_score(x, SR, SPEECH_CLASSES)
+
     def problem(self, source: str, target: str) -> Optional[str]:
         """Why this pair cannot be converted, or None."""
         try:
@@ -313,6 +353,13 @@ class KnnConverter:
         except Exception as exc:
             return f"reference {target}: {exc}"
         why = check_reference(xr, wr, self.cfg)
+        if why is None and target not in self._speech_ok:
+            score = self.speech_score(xr)
+            if score is not None and score < self.cfg.min_speech:
+                why = (f"reference has no speech for the YAMNet tagger (best speech score {score:.2f} "
+                       f"< {self.cfg.min_speech}; music or noise?)")
+            else:
+                self._speech_ok.add(target)
         return f"{why}: {target}" if why else None
 
     def convert(self, source: str, target: str) -> np.ndarray:
@@ -382,6 +429,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--smooth", type=int, default=d.smooth)
     ap.add_argument("--energy", choices=("source", "ref"), default=d.energy)
     ap.add_argument("--min-ref-s", type=float, default=d.min_ref_s)
+    ap.add_argument("--min-speech", type=float, default=d.min_speech,
+                    help="least YAMNet speech score of a reference (0: no speech check)")
+    ap.add_argument("--ap-from", choices=("ref", "source"), default=d.ap_from,
+                    help="aperiodicity of the matched reference frames or the source's own")
+    ap.add_argument("--prematch", choices=("true", "false"), default=str(d.prematch).lower(),
+                    help="average each reference frame's acoustics over its own k content neighbours")
     ap.add_argument("--blend", type=float, default=d.blend,
                     help="weight of the matched frames' envelope (1) vs the source's warped one (0)")
     ap.add_argument("--blend-hz", type=float, default=d.blend_hz,
@@ -396,7 +449,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     try:
         cfg = KnnConfig(layer=args.layer, k=args.k, smooth=args.smooth, energy=args.energy,
-                        min_ref_s=args.min_ref_s, blend=args.blend, blend_hz=args.blend_hz,
+                        min_ref_s=args.min_ref_s, min_speech=args.min_speech, ap_from=args.ap_from,
+                        prematch=args.prematch == "true", blend=args.blend, blend_hz=args.blend_hz,
                         cep_mvn=args.cep_mvn == "true", rerank=args.rerank, cmn=args.cmn == "true")
         pairs = _load_pairs(args)
         stats = run(pairs, args.out, KnnConverter(cfg, args.whisper_model, args.threads), args.bad_ref)

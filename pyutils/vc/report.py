@@ -145,7 +145,7 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str],
         "Proxies (objective stand-ins for the listener judgements):",
         "",
         "- SIM(a,b) = 100*max(cos,0) of resemblyzer GE2E d-vectors (an encoder the",
-        "  TTS is NOT conditioned on).",
+        "  conversion does NOT use).",
         "- MOS = 100*(DNSMOS_OVRL-1)/4, clipped to 0..100.",
         f"- WER (%) of {wer_by or 'the recipe ASR'} on the output vs the source transcript, "
         "per pair, capped at 100.",
@@ -174,7 +174,7 @@ def render(sets: List[Dict[str, object]], title: str, notes: List[str],
             lines += [
                 f"Conditioning control: SIM(ref,out) {m['sim_ref_out']:.2f} vs "
                 f"{m['sim_otherref_out']:.2f} between each output and the references of the "
-                "other pairs (equal values would mean the TTS ignores its reference).",
+                "other pairs (equal values would mean the conversion ignores its reference).",
                 "",
             ]
         if s.get("wer_table"):
