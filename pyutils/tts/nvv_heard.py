@@ -23,7 +23,9 @@ the top 3 of the 521 classes and at least 0.15 (:func:`pyutils.audio_tagger.judg
 the rule of ``YamNet.heard``). With ``W = [start - tol, end + tol]``:
 
 * **recall** = requested events heard in the patches overlapping ``W``, / requested
-  events; **clip recall** = requested events whose tag is heard anywhere in the clip;
+  events; **clip recall** = requested events whose tag is heard in the whole clip's scores
+  (maximised over all its patches: clip-level tagging, where speech and other classes compete
+  for the top 3, so it can be lower than recall);
 * **false alarms**: per patch and tag, the same rule on that patch alone; a run of
   consecutive patches where tag ``t`` is heard and none of which overlaps the window ``W``
   of any requested NVV of that utterance counts as one false alarm of ``t`` (an NVV class

@@ -110,8 +110,9 @@ def _yamnet_rows(m: dict) -> List[str]:
     return [f"| YAMNet NVV recall | {frac(s, 'heard')} | {frac(r, 'heard')} | requested NVVs of the tags "
             f"AudioSet knows, heard within {y['tol_s']} s of the requested span (synthesis: the tag tokens' "
             f"durations, else the text position +- {y['tol_text_s']} s; recordings: the corpus events) |",
-            f"| YAMNet NVV recall, anywhere in the clip | {frac(s, 'heard_clip')} | {frac(r, 'heard_clip')} | "
-            f"the tag's class heard anywhere in the utterance |",
+            f"| YAMNet NVV recall, clip level | {frac(s, 'heard_clip')} | {frac(r, 'heard_clip')} | "
+            f"the tag's class heard in the whole clip's scores (max over its patches; speech competes "
+            f"for the top 3, so it can be lower than the recall above) |",
             f"| YAMNet false alarms | {s['false_alarms']} ({_f(s['false_alarms_per_min'], nd=2)} /min) | "
             f"{r['false_alarms']} ({_f(r['false_alarms_per_min'], nd=2)} /min) | an NVV class heard away from "
             f"every requested NVV (runs of 0.96 s patches) |"]
