@@ -147,9 +147,9 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | " + " | ".join(f"{c[0]:.2f} | {c[1]:.3f} | {c[2]:.3f} | {c[3]:.3f}" for c in cells) + " |")
     lines.append(f"\nwall {time.time() - t0:.0f} s")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if a.md:
-        a.md.write_text(text, encoding="utf-8")
+    from pyutils.io import print_report
+
+    print_report(text, a.md)
     return 0
 
 

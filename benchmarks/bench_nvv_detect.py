@@ -135,9 +135,9 @@ def main(argv=None) -> int:
         lines.append("")
     lines.append(f"wall {time.time() - t0:.0f} s")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if a.md:
-        a.md.write_text(text, encoding="utf-8")
+    from pyutils.io import print_report
+
+    print_report(text, a.md)
     return 0
 
 

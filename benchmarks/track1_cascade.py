@@ -337,9 +337,9 @@ def main(argv=None) -> int:
         else:
             out += ["", "Tags placed by time: skipped (no tools/models/nvv_bank/index.jsonl)"]
     text = "\n".join(out) + "\n"
-    print(text)
-    if a.md:
-        a.md.write_text(text, encoding="utf-8")
+    from pyutils.io import print_report
+
+    print_report(text, a.md)
     return 0
 
 

@@ -269,6 +269,13 @@ def atomic_write_text(path, text: str) -> None:
         f.write(text)
 
 
+def print_report(text: str, md=None) -> None:
+    """A benchmark's/tool's report: printed, and written to ``md`` (atomically) when given."""
+    print(text)
+    if md:
+        atomic_write_text(md, text)
+
+
 def atomic_write_lines(path, lines: Iterable[str]) -> None:
     """Write ``lines`` atomically, each as given (bring your own ``\\n``)."""
     with atomic_write(path) as f:

@@ -94,9 +94,9 @@ def main(argv=None) -> int:
     for name, c, s in rows:
         lines.append(f"| {name} | {c['WER']:.1f} | {c['S']} | {c['D']} | {c['I']} | {s:.0f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if a.md:
-        a.md.write_text(text, encoding="utf-8")
+    from pyutils.io import print_report
+
+    print_report(text, a.md)
     return 0
 
 

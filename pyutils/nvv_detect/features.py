@@ -36,7 +36,7 @@ from typing import Iterable, List, NamedTuple, Tuple
 
 import numpy as np
 
-from pyutils.nvv_detect.model import HOP_S, DetectorError, Features, naive_probs, save_arrays
+from pyutils.nvv_detect.model import HOP_S, DetectorError, Features, load_arrays, naive_probs, save_arrays
 
 KINDS = ("corpus", "real")
 
@@ -84,20 +84,8 @@ def save(rows: List[Utt], kind: str, path: Path) -> None:
 
 def load(path: Path) -> Tuple[str, List[Utt]]:
     """``(kind, rows)`` of a features file; its SHA-256 is checked first."""
-    from pyutils.io import sha256_file
-
-    path = Path(path)
-    sums = Path(str(path) + ".sha256")
-    if not path.is_file() or not sums.is_file():
-        raise DetectorError(f"{path} or {sums} is missing (stage 4 of local/nvv_asr.sh writes them)")
-    want = (sums.read_text().split() or [""])[0]
-    if sha256_file(path) != want:
-        raise DetectorError(f"{path}: SHA-256 differs from {sums}: recompute the features")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            a = {k: z[k] for k in z.files}
-    except (ValueError, OSError) as e:
-        raise DetectorError(f"{path}: not a plain-array npz: {e}") from e
+    a = load_arrays(Path(path), missing=" (stage 4 of local/nvv_asr.sh writes them)",
+                    mismatch=": recompute the features")
     need = ("utts", "offsets", "starts", "logits", "naive", "events", "kind")
     if any(k not in a for k in need):
         raise DetectorError(f"{path}: arrays {[k for k in need if k not in a]} missing")

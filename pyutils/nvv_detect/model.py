@@ -205,19 +205,7 @@ class Detector:
     @classmethod
     def load(cls, path: Optional[os.PathLike] = None) -> "Detector":
         path = Path(path or DEFAULT_MODEL)
-        sums = Path(str(path) + ".sha256")
-        if not path.is_file() or not sums.is_file():
-            raise DetectorError(f"{path} or {sums} is missing; train one with "
-                                f"`python -m pyutils.nvv_detect.train`")
-        want = sums.read_text().split()[0] if sums.read_text().split() else ""
-        got = sha256_file(path)
-        if got != want:
-            raise DetectorError(f"{path}: SHA-256 {got} differs from {sums} ({want})")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-        except (ValueError, OSError) as e:
-            raise DetectorError(f"{path}: not a plain-array npz: {e}") from e
+        arrays = load_arrays(path, missing="; train one with `python -m pyutils.nvv_detect.train`")
         return cls(arrays, str(path))
 
     def save(self, path: os.PathLike) -> None:
@@ -278,6 +266,24 @@ def save_arrays(arrays: Dict[str, np.ndarray], path: Path) -> None:
     stmp = path.with_name(f".{path.name}.sha256.tmp")
     stmp.write_text(f"{digest}  {path.name}\n")
     os.replace(stmp, Path(str(path) + ".sha256"))
+
+
+def load_arrays(path: Path, missing: str, mismatch: str = "") -> Dict[str, np.ndarray]:
+    """The arrays of an npz written by :func:`save_arrays`, after checking its ``.sha256``
+    (no pickles). ``missing``/``mismatch``: what the error adds when the file or its sum is
+    absent / when the sum differs."""
+    sums = Path(str(path) + ".sha256")
+    if not path.is_file() or not sums.is_file():
+        raise DetectorError(f"{path} or {sums} is missing{missing}")
+    want = (sums.read_text().split() or [""])[0]
+    got = sha256_file(path)
+    if got != want:
+        raise DetectorError(f"{path}: SHA-256 {got} differs from {sums} ({want}){mismatch}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (ValueError, OSError) as e:
+        raise DetectorError(f"{path}: not a plain-array npz: {e}") from e
 
 
 def naive_probs(tagger, logits: np.ndarray, tags: Sequence[str]) -> np.ndarray:
