@@ -65,6 +65,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyutils.vc.envelope import (_cepstral_variance, _moving_average, _warp, cepstrum, coverage_weight,  # noqa: F401
+                                  rerank_spectral, warped_source_envelope)
+from pyutils.vc.vocoder import VOCODERS, MelRevocoder
 from pyutils.vc.features import SR, WORLD_FRAME_MS, WORLD_PER_ENC, World, WhisperContent, world_analyze, world_synthesize
 
 
@@ -87,16 +90,29 @@ class KnnConfig:
     rerank: int = 16          # >0: among this many content neighbours, keep the k spectrally closest
     ap_from: str = "ref"      # aperiodicity of the matched reference frames ("ref") or the source's own
     prematch: bool = False    # reference frames' acoustics averaged over their own k content neighbours
+    cover_lo: float = 0.0     # coverage-aware weight (cover_hi > cover_lo): best-match cosine distance
+    cover_hi: float = 0.0     # at/below lo: matched frames; at/above hi: the source's warped frame
+    cover_smooth: int = 5     # moving average of the coverage weight, in content frames (20 ms)
+    vocoder: str = "world"    # "world", or "hifigan": the WORLD output re-vocoded by HiFi-GAN
 
     def __post_init__(self) -> None:
-        if self.k < 1 or self.smooth < 1:
-            raise ValueError(f"k={self.k} and smooth={self.smooth} must be >= 1")
+        if self.k < 1 or self.smooth < 1 or self.cover_smooth < 1:
+            raise ValueError(f"k={self.k}, smooth={self.smooth} and cover_smooth={self.cover_smooth} must be >= 1")
         if not 0.0 <= self.blend <= 1.0:
             raise ValueError(f"blend {self.blend}: must be in [0, 1]")
         if self.energy not in ("source", "ref"):
             raise ValueError(f"energy {self.energy!r}: source or ref")
         if self.ap_from not in ("source", "ref"):
             raise ValueError(f"ap_from {self.ap_from!r}: source or ref")
+        if self.vocoder not in VOCODERS:
+            raise ValueError(f"vocoder {self.vocoder!r}: one of {', '.join(VOCODERS)}")
+        if self.coverage and not 0.0 <= self.cover_lo < self.cover_hi <= 2.0:
+            raise ValueError(f"cover_lo={self.cover_lo}, cover_hi={self.cover_hi}: need 0 <= lo < hi <= 2")
+
+    @property
+    def coverage(self) -> bool:
+        """Coverage-aware matching is on (``cover_hi > 0``)."""
+        return self.cover_hi > 0
 
 
 SPEECH_CLASSES = ("Speech", "Child speech, kid speaking", "Conversation", "Narration, monologue",
@@ -133,8 +149,10 @@ def check_source(x: np.ndarray) -> Optional[str]:
     return None
 
 
-def knn_indices(src: np.ndarray, ref: np.ndarray, k: int, block: int = 2048) -> np.ndarray:
-    """(T_s, k') indices of the reference frames of highest cosine similarity, k' = min(k, T_r)."""
+def knn_indices(src: np.ndarray, ref: np.ndarray, k: int, block: int = 2048,
+                best_dist: Optional[np.ndarray] = None) -> np.ndarray:
+    """(T_s, k') indices of the reference frames of highest cosine similarity, k' = min(k, T_r);
+    ``best_dist`` (T_s,), if given, receives ``1 - max_j cos(src_i, ref_j)`` per source frame."""
     def unit(a: np.ndarray) -> np.ndarray:
         return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-8)
 
@@ -143,19 +161,10 @@ def knn_indices(src: np.ndarray, ref: np.ndarray, k: int, block: int = 2048) -> 
     out = np.empty((s.shape[0], kk), dtype=np.int64)
     for i in range(0, s.shape[0], block):
         sim = s[i:i + block] @ r.T
+        if best_dist is not None:
+            best_dist[i:i + block] = 1.0 - sim.max(axis=1)
         out[i:i + block] = np.argpartition(-sim, kk - 1, axis=1)[:, :kk]
     return out
-
-
-def _moving_average(a: np.ndarray, n: int) -> np.ndarray:
-    """Centred moving average over axis 0 with edge padding."""
-    if n <= 1 or a.shape[0] < 2:
-        return a
-    pad = n // 2
-    p = np.pad(a, [(pad, n - 1 - pad)] + [(0, 0)] * (a.ndim - 1), mode="edge")
-    c = np.cumsum(p, axis=0, dtype=np.float64)
-    c = np.concatenate([np.zeros((1,) + a.shape[1:]), c], axis=0)
-    return (c[n:] - c[:-n]) / n
 
 
 def map_f0(f0_src: np.ndarray, f0_ref: np.ndarray) -> np.ndarray:
@@ -174,77 +183,6 @@ def map_f0(f0_src: np.ndarray, f0_ref: np.ndarray) -> np.ndarray:
     ratio = float(np.clip(sd_r / sd_s, 0.5, 2.0)) if sd_s > 1e-6 else 1.0
     out[vs] = np.exp(mu_r + ratio * (ls - mu_s))
     return out
-
-
-def _warp(log_sp: np.ndarray, alpha: float) -> np.ndarray:
-    """Frequency warping ``S'(f) = S(f / alpha)`` along the last axis (linear interpolation)."""
-    bins = np.arange(log_sp.shape[-1], dtype=np.float64)
-    src_pos = np.clip(bins / alpha, 0, bins[-1])
-    lo = np.floor(src_pos).astype(int)
-    hi = np.minimum(lo + 1, bins.size - 1)
-    frac = src_pos - lo
-    return log_sp[..., lo] * (1 - frac) + log_sp[..., hi] * frac
-
-
-def _cepstral_variance(log_sp: np.ndarray, ref_log_sp: np.ndarray, voiced: np.ndarray,
-                       order: int = 30) -> np.ndarray:
-    """Give the cepstral trajectories ``c_1..c_order`` of ``log_sp`` the reference's spread:
-    ``c'_q(n) = mu_q + clip(sd_ref,q / sd_q, .5, 2) (c_q(n) - mu_q)`` (mean and spread over the
-    voiced frames; the real cepstrum is symmetric, so coefficient ``-q`` gets the same factor)."""
-    n_fft = 2 * (log_sp.shape[1] - 1)
-    q = np.fft.irfft(log_sp, n=n_fft, axis=1)
-    q_ref = np.fft.irfft(ref_log_sp, n=n_fft, axis=1)
-    v = voiced if voiced.any() else np.ones(len(q), bool)
-    mu, sd = q[v].mean(axis=0), q[v].std(axis=0) + 1e-8
-    ratio = np.ones(n_fft)
-    ratio[1:order + 1] = np.clip(q_ref.std(axis=0)[1:order + 1] / sd[1:order + 1], 0.5, 2.0)
-    ratio[-order:] = ratio[1:order + 1][::-1]
-    return np.fft.rfft(mu + ratio * (q - mu), axis=1).real
-
-
-def warped_source_envelope(w_src: World, w_ref: World, n_smooth: int = 9, cep_mvn: bool = False) -> np.ndarray:
-    """The source's own log envelope moved toward the reference's long-term spectrum.
-
-    With ``L_x(f)`` the mean log envelope over voiced frames, the warp factor
-    ``alpha = argmin_a sum_{f < 5 kHz} (L_r(f) - L_s(f/a) - m(a))^2`` over a grid in
-    [0.8, 1.25] (``m`` the mean difference: level does not count) approximates the
-    vocal-tract length ratio; then ``log S_out(n, f) = log S_s(n, f/alpha) + D(f)`` with
-    ``D = L_r - warp(L_s)`` smoothed over ``n_smooth`` bins (the average timbre).
-    """
-    ls = np.log(np.maximum(w_src.sp, 1e-16))
-    lr = np.log(np.maximum(w_ref.sp, 1e-16))
-    vs = w_src.voiced if w_src.voiced.any() else np.ones(len(ls), bool)
-    vr = w_ref.voiced if w_ref.voiced.any() else np.ones(len(lr), bool)
-    mean_s, mean_r = ls[vs].mean(axis=0), lr[vr].mean(axis=0)
-    top = max(2, int(mean_s.size * 5000 / (SR / 2)))
-    best, best_err = 1.0, np.inf
-    for alpha in np.linspace(0.8, 1.25, 19):
-        d = mean_r[:top] - _warp(mean_s, alpha)[:top]
-        err = float(np.var(d))
-        if err < best_err:
-            best, best_err = float(alpha), err
-    warped = _warp(ls, best)
-    diff = _moving_average((mean_r - _warp(mean_s, best))[:, None], n_smooth)[:, 0]
-    out = warped + diff[None, :]
-    if cep_mvn:
-        out = _cepstral_variance(out, lr[vr], vs)
-    return out
-
-
-def cepstrum(log_sp: np.ndarray, order: int = 30) -> np.ndarray:
-    """Real cepstrum ``c_1..c_order`` of log envelopes (``c = IDFT(log S)``; ``c_0``, the level, dropped)."""
-    return np.fft.irfft(log_sp, axis=-1)[..., 1:order + 1]
-
-
-def rerank_spectral(m: np.ndarray, target_log_sp: np.ndarray, w_ref: World, k: int) -> np.ndarray:
-    """Of the candidate reference frames ``m`` (T, K), the ``k`` whose cepstrum is closest
-    (Euclidean) to the target's, ``argmin_j ||c(target(n)) - c(ref(m[n, j]))||``."""
-    c_ref = cepstrum(np.log(np.maximum(w_ref.sp, 1e-16)))
-    c_tgt = cepstrum(target_log_sp)
-    d = np.sum((c_ref[m] - c_tgt[:, None, :]) ** 2, axis=-1)             # (T, K)
-    k = min(k, m.shape[1])
-    keep = np.argpartition(d, k - 1, axis=1)[:, :k]
-    return np.take_along_axis(m, keep, axis=1)
 
 
 def prematch_reference(c_ref: np.ndarray, w_ref: World, k: int) -> World:
@@ -267,14 +205,15 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
         c_src, c_ref = c_src - c_src.mean(axis=0), c_ref - c_ref.mean(axis=0)
     if cfg.prematch:
         w_ref = prematch_reference(c_ref, w_ref, cfg.k)
-    nn = knn_indices(c_src, c_ref, max(cfg.k, cfg.rerank))       # (T_s, k or rerank)
+    best = np.empty(len(c_src))
+    nn = knn_indices(c_src, c_ref, max(cfg.k, cfg.rerank), best_dist=best)   # (T_s, k or rerank)
     n_out = len(w_src.f0)
     n = np.arange(n_out)
     enc_i = np.minimum(n // WORLD_PER_ENC, nn.shape[0] - 1)
     sub = n % WORLD_PER_ENC
     m = np.clip(nn[enc_i] * WORLD_PER_ENC + sub[:, None], 0, len(w_ref.f0) - 1)   # (T_out, k)
     target = None
-    if cfg.rerank > cfg.k or cfg.blend < 1.0:
+    if cfg.rerank > cfg.k or cfg.blend < 1.0 or cfg.coverage:
         target = warped_source_envelope(w_src, w_ref, cep_mvn=cfg.cep_mvn)
     if cfg.rerank > cfg.k:
         m = rerank_spectral(m, target, w_ref, cfg.k)
@@ -284,14 +223,22 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
     log_sp_ref = np.log(np.maximum(w_ref.sp, 1e-16))
     log_sp = np.einsum("tk,tkf->tf", weights, log_sp_ref[m])
     ap = np.einsum("tk,tkf->tf", weights, w_ref.ap[m])
+    w = np.ones((1, log_sp.shape[1]))
     if cfg.blend < 1.0:
-        w = np.full(log_sp.shape[1], cfg.blend)
+        w = np.full((1, log_sp.shape[1]), cfg.blend)
         if cfg.blend_hz > 0:
             hz = np.linspace(0, SR / 2, log_sp.shape[1])
-            w = cfg.blend + (1.0 - cfg.blend) * np.clip((hz - cfg.blend_hz) / 1000.0, 0.0, 1.0)
+            w = cfg.blend + (1.0 - cfg.blend) * np.clip((hz - cfg.blend_hz) / 1000.0, 0.0, 1.0)[None, :]
+    w_frame = np.ones((n_out, 1))
+    if cfg.coverage:
+        w_frame = coverage_weight(best, cfg.cover_lo, cfg.cover_hi, cfg.cover_smooth)[enc_i][:, None]
+    if cfg.blend < 1.0 or cfg.coverage:
+        w = w * w_frame
         log_sp = w * log_sp + (1.0 - w) * target
     log_sp = _moving_average(log_sp, cfg.smooth)
     ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0) if cfg.ap_from == "ref" else w_src.ap
+    if cfg.coverage and cfg.ap_from == "ref":
+        ap = w_frame * ap + (1.0 - w_frame) * w_src.ap
     if cfg.energy == "source":
         e_src = np.log(np.maximum(w_src.sp.mean(axis=1), 1e-16))
         e_out = np.log(np.maximum(np.exp(log_sp).mean(axis=1), 1e-16))
@@ -308,6 +255,8 @@ class KnnConverter:
         self.content = WhisperContent(model, cfg.layer, threads)
         self._cache: Dict[str, Tuple[np.ndarray, np.ndarray, World]] = {}
         self._tagger = None
+        self.threads = threads
+        self._revocoder: Optional[MelRevocoder] = None
         self._speech_ok: set = set()
 
     def analyse(self, path: str) -> Tuple[np.ndarray, np.ndarray, World]:
@@ -366,6 +315,10 @@ class KnnConverter:
         xs, cs, ws = self.analyse(source)
         _, cr, wr = self.analyse(target)
         y = world_synthesize(convert_features(cs, ws, cr, wr, self.cfg))[: xs.size]
+        if self.cfg.vocoder == "hifigan":
+            if self._revocoder is None:
+                self._revocoder = MelRevocoder(self.threads)
+            y = self._revocoder(y)
         level = _rms(y)
         return y * (_rms(xs) / level) if level > 0 else y
 
@@ -442,6 +395,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--cep-mvn", choices=("true", "false"), default=str(d.cep_mvn).lower(),
                     help="source branch: give its cepstra the reference's spread")
     ap.add_argument("--rerank", type=int, default=d.rerank)
+    ap.add_argument("--cover-lo", type=float, default=d.cover_lo,
+                    help="coverage-aware matching: best-match cosine distance at or below which a frame "
+                         "takes the matched reference frames")
+    ap.add_argument("--cover-hi", type=float, default=d.cover_hi,
+                    help="... and at or above which it takes the source's own warped frame (0: off)")
+    ap.add_argument("--cover-smooth", type=int, default=d.cover_smooth,
+                    help="moving average of the coverage weight, in 20 ms content frames")
+    ap.add_argument("--vocoder", choices=VOCODERS, default=d.vocoder,
+                    help="WORLD synthesis, or the WORLD output re-vocoded by the pretrained HiFi-GAN")
     ap.add_argument("--cmn", choices=("true", "false"), default="false")
     ap.add_argument("--bad-ref", choices=("error", "copy-source"), default="error",
                     help="unusable reference: stop (default) or write the source itself, counted")
@@ -451,14 +413,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         cfg = KnnConfig(layer=args.layer, k=args.k, smooth=args.smooth, energy=args.energy,
                         min_ref_s=args.min_ref_s, min_speech=args.min_speech, ap_from=args.ap_from,
                         prematch=args.prematch == "true", blend=args.blend, blend_hz=args.blend_hz,
-                        cep_mvn=args.cep_mvn == "true", rerank=args.rerank, cmn=args.cmn == "true")
+                        cep_mvn=args.cep_mvn == "true", rerank=args.rerank, cmn=args.cmn == "true",
+                        cover_lo=args.cover_lo, cover_hi=args.cover_hi, cover_smooth=args.cover_smooth,
+                        vocoder=args.vocoder)
         pairs = _load_pairs(args)
         stats = run(pairs, args.out, KnnConverter(cfg, args.whisper_model, args.threads), args.bad_ref)
     except Exception as exc:
         from pyutils.vc.pairs import PairsError
+        from pyutils.tts.hifigan import VocoderUnavailable
         from pyutils.whisper.weights import WhisperWeightsError
 
-        if isinstance(exc, (ConversionError, PairsError, WhisperWeightsError, ValueError, OSError)):
+        if isinstance(exc, (ConversionError, PairsError, WhisperWeightsError, VocoderUnavailable, ValueError,
+                            OSError)):
             print(f"error: {exc}", file=sys.stderr)
             return 1
         raise
