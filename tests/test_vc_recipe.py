@@ -102,3 +102,10 @@ def test_default_method_is_knn_and_task2_is_the_cascade(tmp_path):
         assert out.returncode == 0, out.stderr
         assert f"vc_method={method}" in out.stdout + out.stderr
         assert (tmp_path / method / exp).is_dir()
+
+
+def test_vc_vocoder_option_is_checked():
+    out = _run("--task", "2", "--vc_vocoder", "hifigan")   # the cascade keeps WORLD
+    assert out.returncode == 2 and "--vc_method knn" in out.stderr
+    out = _run("--vc_vocoder", "vocos")
+    assert out.returncode == 2 and "--vc_vocoder" in out.stderr
