@@ -56,9 +56,9 @@ def test_uncovered_frames_take_the_source_warped_frame_and_covered_ones_the_refe
     target = warped_source_envelope(w_src, w_ref, cep_mvn=cfg.cep_mvn)
     np.testing.assert_allclose(np.log(out.sp[3 * WORLD_PER_ENC:]), target[3 * WORLD_PER_ENC:], atol=1e-9)
     np.testing.assert_allclose(out.ap[3 * WORLD_PER_ENC:], w_src.ap[3 * WORLD_PER_ENC:], rtol=1e-9)
-    # off (the default): every frame is the matched reference frame, even with nothing near
+    # off (cover_hi 0): every frame is the matched reference frame, even with nothing near
     plain = knn.convert_features(c_src, w_src, c_ref, w_ref, knn.KnnConfig(k=1, smooth=1, energy="ref",
-                                                                            blend=1.0, rerank=0))
+                                                                            blend=1.0, rerank=0, cover_hi=0))
     assert not np.allclose(np.log(plain.sp[3 * WORLD_PER_ENC:]), target[3 * WORLD_PER_ENC:])
 
 

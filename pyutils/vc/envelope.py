@@ -42,6 +42,7 @@ def _cepstral_variance(log_sp: np.ndarray, ref_log_sp: np.ndarray, voiced: np.nd
     ``c'_q(n) = mu_q + clip(sd_ref,q / sd_q, .5, 2) (c_q(n) - mu_q)`` (mean and spread over the
     voiced frames; the real cepstrum is symmetric, so coefficient ``-q`` gets the same factor)."""
     n_fft = 2 * (log_sp.shape[1] - 1)
+    order = max(1, min(order, n_fft // 2 - 1))      # a short envelope has fewer coefficients
     q = np.fft.irfft(log_sp, n=n_fft, axis=1)
     q_ref = np.fft.irfft(ref_log_sp, n=n_fft, axis=1)
     v = voiced if voiced.any() else np.ones(len(q), bool)

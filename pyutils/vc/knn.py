@@ -15,23 +15,34 @@ Content from the source, timbre from the reference, nothing trained:
    whose voicing equals the source frame's when there is one; then a centred
    moving average of ``smooth`` frames over time on ``log sp`` and ``ap`` (against
    the buzz of frame-to-frame jumps between reference frames).
-   Default (``blend < 1``): the matched frames' envelope is mixed with the
-   source's own, moved toward the reference (:func:`warped_source_envelope`:
-   VTL-like frequency warp, long-term spectrum, cepstral spread), with weight
-   ``w(f) = blend + (1 - blend) clip((f - blend_hz) / 1 kHz, 0, 1)`` on the matched
-   frames: below ``blend_hz`` mostly the source's formants (content), above
-   ``blend_hz + 1 kHz`` only the reference's frames (timbre); and the ``rerank``
-   content neighbours are narrowed to the ``k`` whose cepstrum is closest to that
-   warped source envelope. On 2-6 s references pure kNN (``--blend 1 --rerank 0``)
-   leaves too few frames to cover the phones: the Whisper judge's WER triples
-   (benchmarks/bench_knnvc.py; docs/experiments/knnvc.md).
+   The matched frames' envelope is then mixed with the source's own, moved toward
+   the reference (:func:`warped_source_envelope`: VTL-like frequency warp, long-term
+   spectrum, cepstral spread): ``log sp(n, f) = W(n, f) log sp_match(n, f) + (1 - W(n, f))
+   log sp_warped(n, f)`` with ``W(n, f) = w_c(i) w_b(f)``, two optional factors:
+
+   - coverage (``cover_hi > cover_lo``): a 2-6 s reference does not hold every phone of
+     the source; ``w_c(i) = clip((cover_hi - d_i) / (cover_hi - cover_lo), 0, 1)``,
+     ``d_i = 1 - max_j cos(c_s(i), c_r(j))`` the distance to the best match, smoothed over
+     ``cover_smooth`` content frames (:func:`pyutils.vc.envelope.coverage_weight`): a frame
+     the reference covers takes its matched frames, one it does not falls back to the
+     source's warped frame (and the source's aperiodicity,
+     ``ap = w_c ap_match + (1 - w_c) ap_s``); off: ``w_c = 1``;
+   - band (``blend < 1``): ``w_b(f) = blend + (1 - blend) clip((f - blend_hz) / 1 kHz, 0, 1)``,
+     below ``blend_hz`` mostly the source's formants, above ``blend_hz + 1 kHz`` only the
+     matched frames; ``blend = 1``: ``w_b = 1``.
+
+   The ``rerank`` content neighbours are narrowed to the ``k`` whose cepstrum is closest
+   to the warped source envelope. On 2-6 s references pure kNN (``--blend 1 --rerank 0``,
+   no coverage) leaves too few frames to cover the phones: the Whisper judge's WER
+   triples (benchmarks/bench_knnvc.py; docs/experiments/knnvc.md).
 4. Prosody from the source: F0 contour mapped to the reference's log-F0
    statistics, ``log f0_out = mu_r + (sigma_r / sigma_s) (log f0_s - mu_s)`` on the
    source's voiced frames (the ratio clipped to [0.5, 2]), voicing from the source.
    The output's loudness follows the source's frame energy when ``energy=source``:
    ``sp_out(n) *= E_s(n) / E_out(n)`` with ``E`` the envelope's mean power, both
    smoothed over ``smooth`` frames.
-5. WORLD synthesis, then the source's RMS level.
+5. WORLD synthesis; with ``vocoder=hifigan`` the WORLD output is re-vocoded by the
+   pretrained HiFi-GAN from its mel (:mod:`pyutils.vc.vocoder`); then the source's RMS level.
 
 Hostile input (:func:`check_reference`): a reference shorter than ``min_ref_s``,
 one with fewer than ``min_voiced_s`` seconds of voiced frames (silence, noise),
@@ -49,7 +60,8 @@ CLI (``local/vc.sh`` stage 6 with ``--vc_method knn``)::
     python -m pyutils.vc.knn --pair-table data/test_pairs_src/pairs.tsv --out DIR
     python -m pyutils.vc.knn --pairs pairs/test.tsv [--audio-root D] --out DIR
         [--layer 4] [--k 4] [--smooth 3] [--energy source|ref] [--bad-ref error|copy-source]
-        [--blend 0.2] [--blend-hz 2000] [--cep-mvn true] [--rerank 16] [--cmn false]
+        [--blend 1] [--blend-hz 2000] [--cep-mvn true] [--rerank 16] [--cmn false]
+        [--cover-lo 0.2] [--cover-hi 0.3] [--cover-smooth 5] [--vocoder world|hifigan]
 
 writes ``DIR/<name>`` as 16 kHz mono PCM16, atomically.
 """
@@ -84,14 +96,14 @@ class KnnConfig:
     low_f0_floor: float = 40.0  # this floor (a ~50 Hz voice), kept if it finds more voiced frames
     f0_ceil: float = 600.0
     cmn: bool = False         # subtract each clip's mean content vector before matching
-    blend: float = 0.2        # weight of the matched frames' envelope vs the source's, warped
+    blend: float = 1.0        # weight of the matched frames' envelope vs the source's, warped (band)
     blend_hz: float = 2000.0    # >0: blend below this frequency, matched frames only above it + 1 kHz
     cep_mvn: bool = True      # source branch: the reference's cepstral spread
     rerank: int = 16          # >0: among this many content neighbours, keep the k spectrally closest
     ap_from: str = "ref"      # aperiodicity of the matched reference frames ("ref") or the source's own
     prematch: bool = False    # reference frames' acoustics averaged over their own k content neighbours
-    cover_lo: float = 0.0     # coverage-aware weight (cover_hi > cover_lo): best-match cosine distance
-    cover_hi: float = 0.0     # at/below lo: matched frames; at/above hi: the source's warped frame
+    cover_lo: float = 0.2     # coverage-aware weight (cover_hi > cover_lo): best-match cosine distance
+    cover_hi: float = 0.3     # at/below lo: matched frames; at/above hi: the source's warped frame (0: off)
     cover_smooth: int = 5     # moving average of the coverage weight, in content frames (20 ms)
     vocoder: str = "world"    # "world", or "hifigan": the WORLD output re-vocoded by HiFi-GAN
 
