@@ -77,10 +77,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+# _warp, _cepstral_variance and cepstrum stay importable from here (moved to pyutils.vc.envelope)
 from pyutils.vc.envelope import (_cepstral_variance, _moving_average, _warp, cepstrum, coverage_weight,  # noqa: F401
                                   rerank_spectral, warped_source_envelope)
-from pyutils.vc.vocoder import VOCODERS, MelRevocoder
 from pyutils.vc.features import SR, WORLD_FRAME_MS, WORLD_PER_ENC, World, WhisperContent, world_analyze, world_synthesize
+from pyutils.vc.vocoder import VOCODERS, MelRevocoder
 
 
 @dataclasses.dataclass(frozen=True)
