@@ -1,5 +1,7 @@
 """The Whisper-frame NVV detector: frame labels, events from frame runs, the conv head, its file."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,30 @@ def test_cached_frames_round_trip(tmp_path):
     assert back[0].events[0]["tag"] == "laugh"
     with pytest.raises(ValueError, match="kind"):
         save(rows, "synthetic", (4, 6), tmp_path / "g.npz")
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "tools" / "models" / "whisper-base" / "openai.pt").is_file(),
+                    reason="make -C tools whisper")
+def test_detect_cli_reads_a_frame_model_and_survives_a_broken_file(tmp_path, capsys):
+    import json
+
+    import soundfile as sf
+
+    from pyutils.nvv_detect import model
+
+    arr = _detector(d=512)
+    arr["layers"] = np.array([5])
+    arr["thresholds"] = np.array([1e-6, 1e-6], np.float32)     # every frame active: one event per region
+    FrameDetector(arr).save(tmp_path / "det.npz")
+    assert isinstance(model.load_detector(tmp_path / "det.npz"), FrameDetector)
+    x = (np.random.default_rng(0).normal(size=24000) * 0.1).astype(np.float32)
+    sf.write(tmp_path / "a.wav", x, 48000)                     # 0.5 s at 48 kHz
+    (tmp_path / "b.wav").write_bytes(b"not audio")
+    (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'b.wav'}\n")
+    rc = model.main(["detect", "--wav-scp", str(tmp_path / "wav.scp"), "--model", str(tmp_path / "det.npz"),
+                     "--out", str(tmp_path / "ev.jsonl")])
+    assert rc == 0
+    rows = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
+    assert rows and {r["utt_id"] for r in rows} == {"a"} and {r["tag"] for r in rows} <= set(TAGS)
+    assert all(0 <= r["start"] < r["end"] <= 0.5 + 1e-6 for r in rows)
+    assert "b: cannot read audio" in capsys.readouterr().err
