@@ -241,7 +241,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]], dev_sets
     utterance, joined as extra inputs."""
     import torch
 
-    from pyutils.nvv_detect.events import match_counts, micro, prf, frame_runs_to_events
+    from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
     from pyutils.nvv_detect.train import coordinate_ascent
     from pyutils.tags import challenge_tags
 

@@ -3,6 +3,9 @@
     python -m pyutils.nvv_detect.model detect --wav-scp data/test/wav.scp --out events.jsonl \\
         [--model pyutils/nvv_detect/nvv_detector.npz] [--naive] [--threads 1]
 
+(``detect`` reads either kind of model file, :func:`load_detector`: this module's YAMNet
+model, or a Whisper-frame model of :mod:`pyutils.nvv_detect.head`, the recipe's default.)
+
 Features. YAMNet (:mod:`pyutils.audio_tagger`, int8 ONNX) scores 0.96 s log-mel patches
 every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out (q_i - z_out)``
 of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
