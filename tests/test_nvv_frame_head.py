@@ -131,8 +131,10 @@ def test_cached_frames_round_trip(tmp_path):
         save(rows, "synthetic", (4, 6), tmp_path / "g.npz")
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "tools" / "models" / "whisper-base" / "openai.pt").is_file(),
-                    reason="make -C tools whisper")
+WHISPER_PT = Path(__file__).resolve().parents[1] / "tools" / "models" / "whisper-base" / "openai.pt"
+
+
+@pytest.mark.skipif(not WHISPER_PT.is_file(), reason="make -C tools whisper")
 def test_detect_cli_reads_a_frame_model_and_survives_a_broken_file(tmp_path, capsys):
     import json
 

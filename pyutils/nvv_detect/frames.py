@@ -3,7 +3,8 @@
 
     python -m pyutils.nvv_detect.frames --corpus CORPUS --split train --out feats/wf_corpus_train.npz
     python -m pyutils.nvv_detect.frames --devset-split train --variants 12 --out feats/wf_real_train.npz
-    (--max-utts N, --part J --parts N, --layers 5 (default; e.g. 4,6: two blocks side by side) as in pyutils.nvv_detect.features)
+    (--max-utts N, --part J --parts N as in pyutils.nvv_detect.features; --layers 5, the
+    default, or e.g. 4,6: two blocks side by side)
 
 Features. The frozen Whisper base audio encoder (:class:`pyutils.vc.features.WhisperContent`:
 80-bin log-mel, two convolutions, ``h_l = Block_l(h_{l-1})``, one 512-d state per 20 ms,

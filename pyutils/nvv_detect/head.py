@@ -233,9 +233,11 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
     return ([w.detach().numpy().copy() for w in ws], [b.detach().numpy().copy() for b in bs], mu, sigma)
 
 
-def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]], dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
+def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
+               dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
-               epochs: int = EPOCHS, tune_on: str = "all", threads: int = 0, log=print) -> Tuple[FrameDetector, dict]:
+               epochs: int = EPOCHS, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0
+               ) -> Tuple[FrameDetector, dict]:
     """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.frames.load`),
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
     utterance, joined as extra inputs."""
@@ -270,7 +272,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]], dev_sets
         dev += part
         real_ids += [u for u, _, _ in part] if kind == "real" else []
     log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real)")
-    ws, bs, mu, sigma = fit_head(tr, len(classes), epochs, log=log)
+    ws, bs, mu, sigma = fit_head(tr, len(classes), epochs, seed=seed, log=log)
     det = FrameDetector({"kind": np.array(KIND), "classes": np.array(classes),
                          "thresholds": np.full(len(classes) - 1, 0.5), "mu": mu, "sigma": sigma,
                          "layers": np.asarray(next(iter(layers)), dtype=np.int64), "frame_s": np.float64(FRAME_S),
@@ -282,7 +284,8 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]], dev_sets
     det.thresholds, counts = coordinate_ascent(probs, ref, det.tags, frame_runs_to_events, real_ids, tune_on=tune_on)
     report = {"detector": KIND, "layers": list(det.layers), "yamnet": det.yamnet, "train_utts": len(tr),
               "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
-              "real_weight": real_weight, "epochs": epochs, "tune_on": tune_on, "seconds": round(time.time() - t0, 1),
+              "real_weight": real_weight, "epochs": epochs, "seed": seed, "tune_on": tune_on,
+              "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)}, "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
               "dev_micro": [round(v, 3) for v in micro(counts)]}
@@ -336,6 +339,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=EPOCHS)
     ap.add_argument("--tune-on", choices=("split", "all"), default="all")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -344,7 +348,7 @@ def main(argv=None) -> int:
     try:
         det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
                                  yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
-                                 a.epochs, a.tune_on, a.threads)
+                                 a.epochs, a.tune_on, a.threads, seed=a.seed)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write
