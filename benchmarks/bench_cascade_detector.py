@@ -48,6 +48,8 @@ VARIANTS = {
     "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
                                                            {"embed": True, "l2": 0.1, "tune_on": "all"}),
 }
+#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.head): name -> YAMNet logits beside the frames
+FRAME_VARIANTS = {"Whisper-frame head": False, "Whisper + YAMNet frame head": True}
 
 
 def feature_set(work: Path, name: str, make, kind: str, feats: Features):
@@ -57,6 +59,18 @@ def feature_set(work: Path, name: str, make, kind: str, feats: Features):
         save(compute(make(), feats), kind, path)
         print(f"features {name}: {time.time() - t0:.0f} s", file=sys.stderr)
     return load(path)
+
+
+def frames_set(work: Path, name: str, make, kind: str, layers):
+    from pyutils.nvv_detect import frames
+
+    path = work / "wf" / f"{name}.npz"
+    if not path.is_file():
+        t0 = time.time()
+        wf = frames.WhisperFrames(layers)
+        frames.save(frames.compute(make(), wf), kind, wf.layers, path)
+        print(f"frames {name}: {time.time() - t0:.0f} s", file=sys.stderr)
+    return frames.load(path)
 
 
 def transcripts(work: Path, name: str, wav_scp: Path, lang: str) -> dict:
@@ -95,6 +109,11 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--max-train", type=int, default=0, help="corpus train utterances (0: all)")
     ap.add_argument("--variants", default="", help="names (prefixes) of VARIANTS separated by ;, default all")
+    ap.add_argument("--layers", default="5", help="encoder blocks of the Whisper-frame variants")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the Whisper-frame heads fitted here")
+    ap.add_argument("--frame-model", type=Path, help="a fitted Whisper-frame detector (e.g. the recipe's stage 5 "
+                                                     "nvv_detector.npz, fitted on the same sets) used as the "
+                                                     "'Whisper-frame head' row instead of fitting it again")
     ap.add_argument("--md", type=Path)
     a = ap.parse_args(argv)
     t0 = time.time()
@@ -118,18 +137,44 @@ def main(argv=None) -> int:
              "real test (en)": ("real_test", real_test / "wav.scp", real_test / "ref.jsonl", "en")}
     whisper = {k: transcripts(a.work, v[0], v[1], v[3]) for k, v in tests.items()}
     refs = {k: [json.loads(x) for x in v[2].read_text(encoding="utf-8").splitlines()] for k, v in tests.items()}
-    names = [n for n in VARIANTS if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
+    names = [n for n in list(VARIANTS) + list(FRAME_VARIANTS)
+             if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
+    makers = {"corpus_train": (lambda: (u for i, u in enumerate(iter_corpus_utts(a.corpus, "train")) if not mt or i < mt),
+                               "corpus"),
+              "corpus_dev": (lambda: iter_corpus_utts(a.corpus, "dev"), "corpus"),
+              "corpus_test": (lambda: iter_corpus_utts(a.corpus, "test"), "corpus"),
+              "real_train": (lambda: real_train_utts(12), "real"), "real_dev": (lambda: real_train_utts(6, "dev"), "real"),
+              "real_test": (lambda: devset_dir_utts(real_test), "real")}
+    wsets = {}
+    if any(n in FRAME_VARIANTS for n in names):
+        layers = [int(v) for v in a.layers.split(",")]
+        (a.work / "wf").mkdir(parents=True, exist_ok=True)
+        wsets = {k: frames_set(a.work, k, m, kind, layers) for k, (m, kind) in makers.items()}
+        yam = {r.utt: (r.starts, r.logits) for _, rws in sets.values() for r in rws}
     rows = []
     for name in ["no detector"] + names:
         cells = []
-        if name != "no detector":
+        if name in FRAME_VARIANTS:
+            from pyutils.nvv_detect.head import join_inputs, train_head
+
+            y = yam if FRAME_VARIANTS[name] else None
+            if a.frame_model and not FRAME_VARIANTS[name]:
+                from pyutils.nvv_detect.head import FrameDetector
+
+                det = FrameDetector.load(a.frame_model)
+            else:
+                det, rep = train_head([wsets["corpus_train"], wsets["real_train"]], [wsets["corpus_dev"], wsets["real_dev"]],
+                                      y, log=lambda m: None, seed=a.seed)
+        elif name != "no detector":
             trs, kw = VARIANTS[name]
             det, rep = train_sets([sets[s] for s in trs], [sets["corpus_dev"], sets["real_dev"]], log=lambda m: None,
                                   **kw)
         for k, (set_name, *_r) in tests.items():
             kind, rws = sets[set_name]
             ev = {}
-            if name != "no detector":
+            if name in FRAME_VARIANTS:
+                ev = {u: det.events_of(u, x) for u, x, _ in join_inputs(wsets[set_name][2], y, det.feature_ids)}
+            elif name != "no detector":
                 from pyutils.nvv_detect.train import model_features
 
                 for (u, t, f, _), r in zip(model_features(rws, det.feature_ids, det.context, det.embed), rws):

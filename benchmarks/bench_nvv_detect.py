@@ -1,4 +1,4 @@
-"""NVV event detection on real NVV recordings: the trained YAMNet detector vs the naive mapping.
+"""NVV event detection on real NVV recordings: a trained detector (YAMNet or Whisper-frame model) vs the naive mapping.
 
     PYTHONPATH=$PWD tools/venv/bin/python benchmarks/bench_nvv_detect.py --work bench_out/nvv_detect \\
         [--model pyutils/nvv_detect/nvv_detector.npz] [--corpus CORPUS] \\
@@ -33,17 +33,24 @@ sys.path.insert(0, str(REPO))
 
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro, prf, write_events  # noqa: E402
-from pyutils.nvv_detect.model import Detector, Features, naive_events, naive_probs  # noqa: E402
+from pyutils.nvv_detect.model import HOP_S, Detector, Features, load_detector, naive_events, naive_probs  # noqa: E402
 from pyutils.nvv_detect.train import corpus_utts, devset_dir_utts  # noqa: E402
 from pyutils.tags import challenge_tags  # noqa: E402
 
 
-def detect_all(det: Detector, feats: Features, utts):
+def detect_all(det, feats: Features, utts, frame_feats=None):
+    """Events of the model (a YAMNet :class:`Detector`, or a Whisper-frame detector with its
+    ``frame_feats``) and of the naive mapping, per utterance."""
+    from pyutils.asr.longform import to_mono_16k
+
     model_ev, naive_ev, ref = {}, {}, {}
     tags = challenge_tags()
     for u, x, sr, ev in utts:
         t, f, lg = feats(x, sr)
-        model_ev[u] = det.events(u, t, f, naive_probs(feats.tagger, lg, det.tags))
+        if frame_feats is not None:
+            model_ev[u] = det.events_of(u, frame_feats(to_mono_16k(x, sr)))
+        else:
+            model_ev[u] = det.events(u, t, f, naive_probs(feats.tagger, lg, det.tags))
         naive_ev[u] = naive_events(feats.tagger, u, t, lg, tags)
         ref[u] = ev
     return ref, model_ev, naive_ev
@@ -105,12 +112,18 @@ def main(argv=None) -> int:
         sets[f"real {split} (bank {split} recordings in real speech)"] = (d, devset_dir_utts(d))
     if a.corpus:
         sets[f"corpus test ({a.corpus.name}, all tags)"] = (None, corpus_utts(a.corpus, "test"))
-    det = Detector.load(a.model)
-    feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
+    det = load_detector(a.model)
+    frame_feats = None
+    if isinstance(det, Detector):
+        feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
+    else:                                   # a Whisper-frame detector; YAMNet still gives the naive mapping
+        from pyutils.nvv_detect.head import FrameFeatures
+
+        feats, frame_feats = Features(hop_s=HOP_S, context=0), FrameFeatures(det)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
     test_events = naive_test_events = None
     for name, (d, utts) in sets.items():
-        ref, m_ev, n_ev = detect_all(det, feats, utts)
+        ref, m_ev, n_ev = detect_all(det, feats, utts, frame_feats)
         lines += table(name, ref, {"model": m_ev, "naive": n_ev})
         if name.startswith("real test"):
             test_events = a.work / "real_test_events.jsonl"

@@ -5,8 +5,9 @@
 #   0 corpus   1 data prep   2 format/dump   3 tokens   4 collect stats
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
 # --asr_method cascade (the default of egs/nvv_asr_{en,zh}/run.sh; stages 3-6 in
-# local/nvv_asr_cascade.sh): 2 dumps the test sets only, 3 not used, 4 YAMNet features of
-# the corpus, 5 fit the NVV detector, 6 detector events + frozen Whisper text -> tagged text.
+# local/nvv_asr_cascade.sh): 2 dumps the test sets only, 3 not used, 4 detector features of
+# the corpus (Whisper-encoder frames; --detector yamnet: YAMNet), 5 fit the NVV detector,
+# 6 detector events + frozen Whisper text -> tagged text.
 # Every stage is resumable; every Python step logs (<exp>/log/<step>.log, the set's log/,
 # ESPnet's own logdir/), and a failure prints "stage N failed at nvv_asr.sh:<line>" and the
 # log to read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.
@@ -65,15 +66,19 @@ bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
 
 # Method
 asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or --whisper true: Whisper fine-tuned);
-                         # cascade: frozen Whisper base text + a YAMNet NVV detector fitted on the corpus, tags
+                         # cascade: frozen Whisper base text + an NVV detector fitted on the corpus, tags
                          # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
+detector=whisper         # cascade: the NVV detector: whisper (a conv head on frozen Whisper base encoder frames,
+                         # pyutils.nvv_detect.head) | whisper_yamnet (the same with YAMNet logits beside the frames)
+                         # | yamnet (softmax regression on YAMNet patches, pyutils.nvv_detect.train)
+detector_layers=5        # cascade, --detector whisper*: the encoder blocks whose states the head reads
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
-detector_embed=true      # cascade: the 1024-d YAMNet embeddings beside the logits as detector features (measured
+detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
                          # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
-detector_l2=0.1          # cascade: L2 weight of the detector's softmax regression
-detector_args=           # cascade: extra arguments of pyutils.nvv_detect.train (e.g. "--real-weight 8")
+detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
+detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
 cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--pack", "--model DIR")
 
 # Pretrained Whisper (fine-tuning instead of training from scratch)
@@ -141,6 +146,8 @@ done
 case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large, got '${preset}'" >&2; exit 2 ;; esac
 case "${whisper}" in true|false) ;; *) echo "$0: --whisper must be true or false, got '${whisper}'" >&2; exit 2 ;; esac
 case "${asr_method}" in espnet|cascade) ;; *) echo "$0: --asr_method must be espnet or cascade, got '${asr_method}'" >&2; exit 2 ;; esac
+case "${detector}" in whisper|whisper_yamnet|yamnet) ;; *) echo "$0: --detector must be whisper, whisper_yamnet or yamnet, got '${detector}'" >&2; exit 2 ;; esac
+[[ "${detector_layers}" =~ ^[1-6](,[1-6])*$ ]] || { echo "$0: --detector_layers must be encoder blocks 1-6 separated by commas, got '${detector_layers}'" >&2; exit 2; }
 case "${detector_real}" in auto|true|false) ;; *) echo "$0: --detector_real must be auto, true or false, got '${detector_real}'" >&2; exit 2 ;; esac
 if [ "${asr_method}" = cascade ]; then
   if [ "${whisper}" = true ]; then

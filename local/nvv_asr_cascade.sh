@@ -1,17 +1,22 @@
 # Stages 3-6 of local/nvv_asr.sh --asr_method cascade: sourced by it (never run alone), after
 # its stage 2 (16 kHz dumps of the test sets), with its options, functions and stage clock.
 #   3 not used (Whisper keeps its own tokens; tags are placed by time, not decoded)
-#   4 YAMNet features of the detector's sets: the mini corpus's train (first
-#     --detector_train_utts) and dev splits (exact event times: CORPUS/events/<split>.jsonl),
-#     the real-NVV train/dev sets of pyutils.nvv_detect.devset when installed
-#     (pyutils.nvv_detect.features; --nj jobs per set; verified markers)
-#   5 fit the detector on the train sets, thresholds and per-tag sources on the dev sets
-#     (pyutils.nvv_detect.train) -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
+#   4 features of the detector's sets: the mini corpus's train (first --detector_train_utts)
+#     and dev splits (exact event times: CORPUS/events/<split>.jsonl), the real-NVV train/dev
+#     sets of pyutils.nvv_detect.devset when installed; --detector whisper: frozen Whisper
+#     encoder frames (pyutils.nvv_detect.frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
+#     patches (pyutils.nvv_detect.features, feats/<set>.<part>.npz), whisper_yamnet: both
+#     (--nj jobs per set; verified markers)
+#   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.head;
+#     yamnet: pyutils.nvv_detect.train, also per-tag sources)
+#     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
 #     with real corpora (db.sh: no event times) and no real-NVV sets: the shipped detector;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.model detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
-#     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF
+#     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF; Whisper's words
+#     are kept in <decode_root>/<set>/whisper_cache.jsonl (by audio hash and decoder settings):
+#     a rerun with another detector decodes only the detector (its RTF then omits Whisper)
 # Stage 7 (score) and 8 (package) of local/nvv_asr.sh read <decode_root>/<set>/text as for ESPnet.
 # shellcheck shell=bash disable=SC2154
 
@@ -27,19 +32,28 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 4
-# feats_set NAME SIG ARGS...: features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz.
-feats_set() {
-  local name=$1 sig=$2; shift 2
+# feats_set NAME SIG ARGS...: YAMNet features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz;
+# frames_set NAME SIG ARGS...: Whisper-encoder frames (--detector whisper*), ${_featdir}/wf_NAME.<part>.npz.
+feats_set() { _cached_set "$1" "$2" pyutils.nvv_detect.features "${@:3}"; }
+frames_set() { _cached_set "wf_$1" "$2 layers=${detector_layers}" pyutils.nvv_detect.frames "${@:3}" --layers "${detector_layers}"; }
+_cached_set() {
+  local name=$1 sig=$2 module=$3; shift 3
   local marker=${_featdir}/.${name}.done outs=() i
   for i in $(seq "${_nj_det}"); do outs+=("${_featdir}/${name}.${i}.npz" "${_featdir}/${name}.${i}.npz.sha256"); done
   if stage_done "${marker}" --sig "${sig} $* ${_nj_det} emb"; then
     log "  ${name}: done, skipping"; return 0
   fi
   rm -f "${marker}" "${_featdir}/${name}".*.npz*
-  timed espnet_equiv "yamnet_${name}" ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
-    python -m pyutils.nvv_detect.features "$@" --part JOB --parts "${_nj_det}" --out "${_featdir}/${name}.JOB.npz"
+  timed espnet_equiv "feats_${name}" ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
+    python -m "${module}" "$@" --part JOB --parts "${_nj_det}" --out "${_featdir}/${name}.JOB.npz"
   stage_mark "${marker}" --sig "${sig} $* ${_nj_det} emb" "${outs[@]}"
-  log "  ${name}: $(grep -h 'patches ->' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " patches"}')"
+  log "  ${name}: $(grep -h ' utterances, .* -> ' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " " $5}')"
+}
+# detector_sets SET SIG ARGS...: the features the chosen --detector reads
+detector_sets() {
+  [ "${detector}" != whisper ] && feats_set "$@"
+  [ "${detector}" != yamnet ] && frames_set "$@"
+  return 0
 }
 
 _use_real=false
@@ -53,7 +67,7 @@ fi
 
 if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
   _cur_stage=4; stage_begin 4 "detector features"
-  log "stage 4: YAMNet features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
+  log "stage 4: ${detector} features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
   mkdir -p "${_featdir}/log"
   if [ "${use_mini}" = true ]; then
     for s in train dev; do
@@ -61,15 +75,15 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
     done
     _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
     _sig_dv=$(cat "${mini_dir}/data/dev/wav.scp" "${mini_dir}/events/dev.jsonl" | md5sum | cut -d' ' -f1)
-    feats_set corpus_train "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
-    feats_set corpus_dev "${_sig_dv}" --corpus "${mini_dir}" --split dev
+    detector_sets corpus_train "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
+    detector_sets corpus_dev "${_sig_dv}" --corpus "${mini_dir}" --split dev
   else
     log "  real corpora (${corpora}) have no NVV event times: no corpus sets for the detector"
   fi
   if [ "${_use_real}" = true ]; then
     _sig_real=$(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)
-    feats_set real_train "${_sig_real}" --devset-split train --variants 12
-    feats_set real_dev "${_sig_real}" --devset-split dev --variants 6
+    detector_sets real_train "${_sig_real}" --devset-split train --variants 12
+    detector_sets real_dev "${_sig_real}" --devset-split dev --variants 6
   else
     log "  real-NVV sets not used (--detector_real ${detector_real}; material: make -C tools real_speech nvv_bank)"
   fi
@@ -79,17 +93,27 @@ fi
 if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
   _cur_stage=5; stage_begin 5 "train detector"
   mkdir -p "${asr_exp}/log"
-  _train=() _dev=()
-  for f in "${_featdir}"/corpus_train.*.npz "${_featdir}"/real_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
-  for f in "${_featdir}"/corpus_dev.*.npz "${_featdir}"/real_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+  _train=() _dev=() _p=
+  [ "${detector}" = yamnet ] || _p=wf_
+  for f in "${_featdir}"/${_p}corpus_train.*.npz "${_featdir}"/${_p}real_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
+  for f in "${_featdir}"/${_p}corpus_dev.*.npz "${_featdir}"/${_p}real_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
   if [ ${#_train[@]} -eq 0 ] || [ ${#_dev[@]} -eq 0 ]; then
     log "stage 5: no detector training sets ($(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files): the shipped detector ${_shipped_det}"
     _sig="shipped $(cat "${_shipped_det}.sha256")"
   else
-    log "stage 5: fit the NVV detector on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
-    _det_opts=(--l2 "${detector_l2}")
-    [ "${detector_embed}" = true ] && _det_opts+=(--embed)
-    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${_det_opts[*]} ${detector_args}"
+    log "stage 5: fit the NVV detector (--detector ${detector}) on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
+    if [ "${detector}" = yamnet ]; then
+      _det_mod=pyutils.nvv_detect.train _det_opts=(--l2 "${detector_l2}")
+      [ "${detector_embed}" = true ] && _det_opts+=(--embed)
+    else
+      _det_mod=pyutils.nvv_detect.head _det_opts=(--threads "$(min "${nj}" 2)")
+      if [ "${detector}" = whisper_yamnet ]; then
+        for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz; do
+          [ -f "${f}" ] && _det_opts+=(--yamnet-feats "${f}")
+        done
+      fi
+    fi
+    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector} ${_det_opts[*]} ${detector_args}"
   fi
   _trained=("${_det}" "${_det}.sha256" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --sig "${_sig}"; then
@@ -102,7 +126,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
     else
       log "  log: ${asr_exp}/log/train_detector.log"
       timed espnet_equiv detector_train ${train_cmd} "${asr_exp}/log/train_detector.log" \
-        python -m pyutils.nvv_detect.train "${_train[@]}" "${_dev[@]}" "${_det_opts[@]}" --out "${_det}" \
+        python -m "${_det_mod}" "${_train[@]}" "${_dev[@]}" "${_det_opts[@]}" --out "${_det}" \
           --report "${asr_exp}/detector_report.json" ${detector_args}
       grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
     fi
@@ -135,7 +159,8 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     timed espnet_equiv cascade ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
       python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \
         --events "${_dir}/events.jsonl" --threads "${nj}" --jsonl "${_dir}/track1.jsonl" \
-        --details "${_dir}/details.jsonl" --text "${_dir}/text" --no-progress ${cascade_args}
+        --details "${_dir}/details.jsonl" --text "${_dir}/text" --whisper-cache "${_dir}/whisper_cache.jsonl" \
+        --no-progress ${cascade_args}
     log "  ${_dir}/text: $(nlines "${_dir}/text") utterances, $(nlines "${_dir}/events.jsonl") detected events"
     ${decode_cmd} "${_dir}/log/rtf.log" \
       python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"

@@ -158,3 +158,35 @@ def test_real_whisper_text_and_long_input(tmp_path):
     assert "young man" in got["a_one"] and "hearts" not in got["a_one"]
     assert "hearts" in got["b_cards"] and "young" not in got["b_cards"]
     assert all("packed" in d["notes"][0] for d in _rows(det))
+
+
+def test_whisper_cache_reuses_words_for_a_rerun_with_other_events(tmp_path, monkeypatch, capsys):
+    seen = []
+
+    class Counting(FakeTranscriber):
+        def transcribe(self, audio):
+            seen.append(len(audio))
+            return super().transcribe(audio)
+
+    monkeypatch.setattr(cascade, "LongformTranscriber", Counting)
+    clips = _clips(tmp_path / "clips")
+    cache, out = tmp_path / "cache.jsonl", tmp_path / "o.jsonl"
+    args = ["--audio-dir", str(clips), "--lang", "en", "--jsonl", str(out), "--whisper-cache", str(cache),
+            "--no-progress"]
+    assert cascade.main(args) == 0
+    first, n_first = _rows(out), len(seen)
+    assert n_first == 4 and len(_rows(cache)) == 4          # the readable clips
+    events = tmp_path / "ev.jsonl"
+    events.write_text(json.dumps({"utt_id": "a_8k", "tag": "cough", "start": 0.42, "end": 0.46}) + "\n")
+    capsys.readouterr()
+    assert cascade.main(args + ["--events", str(events)]) == 0
+    assert len(seen) == n_first                              # nothing decoded again
+    assert "4 of 5 transcripts reused" in capsys.readouterr().err
+    again = {r["utt_id"]: r["text_with_nvvs"] for r in _rows(out)}
+    assert again["a_8k"] == "Hello [cough] world. [laugh]"
+    assert {k: v for k, v in again.items() if k != "a_8k"} == {r["utt_id"]: r["text_with_nvvs"] for r in first
+                                                             if r["utt_id"] != "a_8k"}
+    assert cascade.main(args[:-1] + ["--beam-size", "2", "--no-progress"]) == 0    # other settings: decoded again
+    assert len(seen) == 2 * n_first
+    cache.write_text("not json\n")
+    assert cascade.main(args) == 0 and "damaged cache row skipped" in capsys.readouterr().err

@@ -37,6 +37,8 @@ def run(cmd, cwd, timeout=60):
     (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
     (["--detector_embed", "yes"], "--detector_embed expects true or false"),   # utils/parse_options.sh
     (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
+    (["--detector", "hmm"], "--detector must be whisper, whisper_yamnet or yamnet, got 'hmm'"),
+    (["--detector_layers", "4,7"], "--detector_layers must be encoder blocks 1-6"),
 ])
 def test_bad_cascade_options_stop_with_one_message(tmp_path, args, text):
     r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path))
@@ -89,23 +91,25 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     exp = rdir / "exp" / "asr_cascade_default_en"
     assert "stage 3: not used by --asr_method cascade" in r.stdout
-    # stage 4: cached features with verified markers
-    assert (exp / "feats" / "corpus_train.1.npz").is_file() and (exp / "feats" / ".corpus_train.done").is_file()
-    from pyutils.nvv_detect.features import load
+    # stage 4: cached Whisper-encoder frames with verified markers (the default --detector whisper)
+    assert (exp / "feats" / "wf_corpus_train.1.npz").is_file() and (exp / "feats" / ".wf_corpus_train.done").is_file()
+    assert not (exp / "feats" / "corpus_train.1.npz").exists()          # no YAMNet features for this detector
+    from pyutils.nvv_detect.frames import load
 
-    kind, rows = load(exp / "feats" / "corpus_dev.1.npz")
-    assert kind == "corpus" and len(rows) == 3 and rows[0].logits.shape[1] == 521
+    kind, layers, rows = load(exp / "feats" / "wf_corpus_dev.1.npz")
+    assert kind == "corpus" and layers == (5,) and len(rows) == 3 and rows[0].frames.shape == (50, 512)
     assert rows[0].events == [{"tag": "laugh", "start": 1.0, "end": 1.5}]
     # stage 5: the detector with its checksum, the report, the options a decode needs
     from pyutils.io import sha256_file
-    from pyutils.nvv_detect.model import Detector
+    from pyutils.nvv_detect.model import load_detector
 
     det = exp / "nvv_detector.npz"
     assert (exp / "nvv_detector.npz.sha256").read_text().split()[0] == sha256_file(det)
-    assert Detector.load(det).tags[0] == "breath"
+    fd = load_detector(det)
+    assert type(fd).__name__ == "FrameDetector" and fd.tags[0] == "breath" and fd.layers == (5,)
     report = json.loads((exp / "detector_report.json").read_text())
-    assert report["train_utts"] == 3 and report["dev_utts"] == 3
-    assert report["embed"] is True and report["l2"] == 0.1 and report["tune_on"] == "all"
+    assert report["detector"] == "whisper_frames" and report["train_utts"] == 3 and report["dev_utts"] == 3
+    assert report["train_frames"] == 150 and report["tune_on"] == "all"
     assert "asr_method=cascade" in (exp / "recipe_options.sh").read_text().split()
     assert (exp / "log" / "train_detector.log").is_file()
     # stage 6: events, the Track 1 JSONL and the Kaldi text stage 7 scores
@@ -119,11 +123,12 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     # stages 7-8 as for ESPnet
     assert (dec / "score" / "track1.json").is_file()
     assert (rdir / "submission" / "asr_cascade_default_en" / "track1_test.jsonl").is_file()
-    assert "model: cascade" in (exp / "decode_cascade" / "RESULTS.md").read_text()
-    # a rerun of stages 4-5 skips both (markers intact)
-    r = run([*cmd[:3], "--stage", "4", "--stop-stage", "5", *cmd[5:]], rdir, timeout=300)
+    assert "Whisper base encoder frames" in (exp / "decode_cascade" / "RESULTS.md").read_text()
+    # a rerun of stages 4-6 skips the features and the fit, and reuses Whisper's words
+    r = run([*cmd[:3], "--stage", "4", "--stop-stage", "6", *cmd[5:]], rdir, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "corpus_train: done, skipping" in r.stdout and "is fitted, skipping" in r.stdout
+    assert "wf_corpus_train: done, skipping" in r.stdout and "is fitted, skipping" in r.stdout
+    assert "3 of 3 transcripts reused" in (dec / "logdir" / "asr_inference.cascade.log").read_text()
     # decode_dir with the cascade exp: any format/rate/channels; a broken file gets an empty row
     clips = tmp_path / "clips"
     clips.mkdir()
@@ -139,6 +144,26 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert [x["utt_id"] for x in rows] == ["a", "b", "c", "d"]
     assert "d: " in r.stderr and "empty transcript" in r.stderr
     assert len(out.read_text().splitlines()) == 4
+
+
+@pytest.mark.skipif(not (WHISPER.is_dir() and YAMNET.is_dir()), reason="make -C tools (whisper-base, yamnet)")
+def test_cascade_yamnet_detector_stays_selectable(tmp_path):
+    mini = tmp_path / "mini"
+    _tiny_corpus(mini)
+    rdir = recipe_copy(tmp_path)
+    r = run(["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "5", "--nj", "1",
+             "--detector_real", "false", "--detector", "yamnet"], rdir, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    exp = rdir / "exp" / "asr_cascade_default_en"
+    from pyutils.nvv_detect.features import load
+    from pyutils.nvv_detect.model import Detector, load_detector
+
+    kind, rows = load(exp / "feats" / "corpus_dev.1.npz")
+    assert kind == "corpus" and len(rows) == 3 and rows[0].logits.shape[1] == 521
+    assert not (exp / "feats" / "wf_corpus_train.1.npz").exists()
+    assert isinstance(load_detector(exp / "nvv_detector.npz"), Detector)
+    report = json.loads((exp / "detector_report.json").read_text())
+    assert report["embed"] is True and report["l2"] == 0.1 and report["train_utts"] == 3
 
 
 def test_fork_outside_en_zh_uses_the_espnet_path(tmp_path):

@@ -131,25 +131,74 @@ def finish_one(t: Transcript, lang: str, detected: List[Event], nvv_text: str = 
 PACK_BATCH = 16  # clips read ahead for --pack (grouped into 30 s windows by transcribe_packed)
 
 
+def cache_key(audio, settings: str) -> str:
+    """``--whisper-cache`` key of one input: SHA-256 of its 16 kHz float32 samples and the
+    decoder settings (model, language, beam, VAD, annotations)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+    h.update(settings.encode())
+    return h.hexdigest()
+
+
+def read_cache(path: str) -> Dict[str, Transcript]:
+    """``--whisper-cache`` JSONL -> ``{key: Transcript}``; a missing file is empty, a damaged row
+    is skipped with one message (the cache is only a shortcut: those inputs are decoded again)."""
+    from pyutils.asr.longform import Word
+
+    out: Dict[str, Transcript] = {}
+    if not path or not os.path.isfile(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                r = json.loads(line)
+                out[r["key"]] = Transcript([Word(w, float(a), float(b), float(p)) for w, a, b, p in r["words"]],
+                                           float(r["duration"]), r["speech_s"], 0.0, list(r["notes"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                print(f"cascade: {path}:{n}: damaged cache row skipped ({exc})", file=sys.stderr)
+    return out
+
+
+def cache_row(key: str, t: Transcript) -> dict:
+    return {"key": key, "duration": t.duration, "speech_s": t.speech_s, "notes": t.notes,
+            "words": [[w.text, w.start, w.end, w.prob] for w in t.words]}
+
+
 def decode_entries(tr: LongformTranscriber, entries: Dict[str, str], lang: str, detected: Dict[str, List[Event]],
-                   nvv_text: str = "remove", pack: bool = False) -> Iterator[Tuple[str, str, dict]]:
+                   nvv_text: str = "remove", pack: bool = False, cache: Optional[Dict[str, Transcript]] = None,
+                   settings: str = "") -> Iterator[Tuple[str, str, dict]]:
     """``(utt, tagged transcript, details)`` per entry, in order; a file that cannot be read or
-    decoded gives an empty transcript and ``details["error"]`` (never an exception)."""
+    decoded gives an empty transcript and ``details["error"]`` (never an exception).
+    ``cache`` (``{key: Transcript}``, :func:`cache_key`; not with ``pack``): inputs found there
+    are not decoded again, new ones are added (``details["cache_key"]``, ``details["cached"]``)."""
     from pyutils.datadir.io import AudioReadError
 
     errors = (AudioReadError, OSError, ValueError, RuntimeError, AssertionError)
     pending: List[Tuple[str, object]] = []   # (utt, audio or the read error)
+    keys: Dict[str, Tuple[str, bool]] = {}   # utt -> (cache key, found in the cache)
+
+    def transcribe(u, x):
+        if cache is None:
+            return tr.transcribe(x)
+        k = cache_key(x, settings)
+        keys[u] = (k, k in cache)
+        if k not in cache:
+            cache[k] = tr.transcribe(x)
+        return cache[k]
 
     def flush() -> Iterator[Tuple[str, str, dict]]:
         ok = [(u, x) for u, x in pending if not isinstance(x, Exception)]
         try:
             ts = dict(zip([u for u, _ in ok], tr.transcribe_packed([x for _, x in ok]) if pack and len(ok) > 1
-                          else [tr.transcribe(x) for _, x in ok])) if ok else {}
+                          else [transcribe(u, x) for u, x in ok])) if ok else {}
         except errors:  # one clip broke the group: each on its own
             ts = {}
             for u, x in ok:
                 try:
-                    ts[u] = tr.transcribe(x)
+                    ts[u] = transcribe(u, x)
                 except errors as exc:
                     ts[u] = exc
         for u, x in pending:
@@ -157,7 +206,7 @@ def decode_entries(tr: LongformTranscriber, entries: Dict[str, str], lang: str, 
             if not isinstance(result, Exception):
                 try:
                     text, info = finish_one(result, lang, detected.get(u, []), nvv_text)
-                    yield u, text, info
+                    yield u, text, ({**info, "cache_key": keys[u][0], "cached": keys[u][1]} if u in keys else info)
                     continue
                 except errors as exc:
                     result = exc
@@ -213,8 +262,12 @@ def run(a) -> int:
     tr = LongformTranscriber(a.model, a.lang, a.beam_size, a.threads, vad=not a.no_vad,
                              annotations=not a.no_annotations)
     rows, details, failed, empty = [], [], 0, 0
+    cache = None if a.pack or not a.whisper_cache else read_cache(a.whisper_cache)
+    settings = f"{a.model} {a.lang} beam={a.beam_size} vad={not a.no_vad} annotations={not a.no_annotations}"
+    n_cached = len(cache or {})
     audio_s, t0 = 0.0, time.time()
-    for n, (utt, text, info) in enumerate(decode_entries(tr, entries, a.lang, detected, a.nvv_text, a.pack), 1):
+    for n, (utt, text, info) in enumerate(decode_entries(tr, entries, a.lang, detected, a.nvv_text, a.pack,
+                                                         cache, settings), 1):
         if "error" in info:
             failed += 1
             print(f"cascade: {utt}: {info['error']}: empty transcript", file=sys.stderr)
@@ -234,6 +287,13 @@ def run(a) -> int:
     atomic_write_text(a.jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     if a.details:
         atomic_write_text(a.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in details))
+    if cache is not None:
+        used = [d["cache_key"] for d in details if "cache_key" in d]
+        reused = sum(1 for d in details if d.get("cached"))
+        atomic_write_text(a.whisper_cache, "".join(json.dumps(cache_row(k, cache[k]), ensure_ascii=False) + "\n"
+                                                   for k in dict.fromkeys(used)))
+        print(f"cascade: {a.whisper_cache}: {reused} of {len(entries)} transcripts reused "
+              f"({n_cached} cached before)", file=sys.stderr)
     if a.text:
         from pyutils.datadir.io import write_kv
 
@@ -271,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep Whisper's ban on symbols: no '(laughs)'/'[coughs]' in its text")
     p.add_argument("--pack", action="store_true",
                    help="decode clips of <= 10 s several to a 30 s window (~3x faster on short clips)")
+    p.add_argument("--whisper-cache", help="JSONL of Whisper's words per input (audio hash + settings): inputs "
+                                           "found there are not decoded again (a rerun with other --events); "
+                                           "rewritten with this run's inputs; not with --pack")
     p.add_argument("--no-progress", dest="progress", action="store_false")
     return p
 

@@ -142,3 +142,55 @@ def micro(counts: Mapping[str, Sequence[int]]) -> Tuple[float, float, float]:
     fp = sum(c[1] for c in counts.values())
     fn = sum(c[2] for c in counts.values())
     return prf(tp, fp, fn)
+
+
+#: :func:`frame_runs_to_events`: inactive gaps of at most this many seconds inside a run are
+#: closed; runs shorter than ``MIN_EVENT_S`` are dropped; a region longer than ``SPLIT_S`` is
+#: cut where its dominant tag changes (a laugh followed by a cough stays two events)
+GAP_S, MIN_EVENT_S, SPLIT_S = 0.16, 0.12, 2.0
+
+
+def frame_runs_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: Sequence[str],
+                         thresholds: Sequence[float], frame_s: float = 0.04) -> List[dict]:
+    """Per-frame tag posteriors ``(T, K)`` (frame ``f`` spans ``[starts_f, starts_f + frame_s)``)
+    -> event rows with the runs' own onsets and offsets.
+
+    Frame ``f`` is active when ``r_f = max_k p_f(k) / theta(k) >= 1``; runs of active frames
+    separated by at most ``GAP_S`` are joined into a region; a region of at most ``SPLIT_S``
+    is one event of ``argmax_k sum_f p_f(k) / theta(k)`` over its frames, a longer one is cut
+    into runs of the same ``argmax_k p_f(k) / theta(k)``; an event spans ``[starts_a, starts_b +
+    frame_s)`` of its first and last active frame, is dropped when shorter than ``MIN_EVENT_S``,
+    and scores ``max_f p_f(k)``."""
+    if len(starts) == 0:
+        return []
+    starts = np.asarray(starts, dtype=np.float64)
+    ratio = probs / np.maximum(np.asarray(thresholds, dtype=np.float64), 1e-9)[None, :]
+    act = np.flatnonzero(ratio.max(axis=1) >= 1.0)
+    if len(act) == 0:
+        return []
+    gap = int(round(GAP_S / frame_s))
+    regions, a = [], act[0]
+    for prev, cur in zip(act[:-1], act[1:]):
+        if cur - prev - 1 > gap:
+            regions.append((a, prev))
+            a = cur
+    regions.append((a, act[-1]))
+    out = []
+    for a, b in regions:
+        on = act[(act >= a) & (act <= b)]
+        if (b - a + 1) * frame_s <= SPLIT_S:
+            runs = [(a, b, int(ratio[on].sum(axis=0).argmax()))]
+        else:
+            lab = ratio[on].argmax(axis=1)
+            runs, i = [], 0
+            for j in range(1, len(on) + 1):
+                if j == len(on) or lab[j] != lab[i]:
+                    runs.append((on[i], on[j - 1], int(lab[i])))
+                    i = j
+        for s, e, k in runs:
+            t0, t1 = float(starts[s]), float(starts[e]) + frame_s
+            if t1 - t0 < MIN_EVENT_S - 1e-9:
+                continue
+            out.append({"utt_id": utt_id, "tag": tags[k], "start": round(t0, 3), "end": round(t1, 3),
+                        "score": round(float(probs[s:e + 1, k].max()), 4)})
+    return out

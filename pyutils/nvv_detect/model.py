@@ -3,6 +3,9 @@
     python -m pyutils.nvv_detect.model detect --wav-scp data/test/wav.scp --out events.jsonl \\
         [--model pyutils/nvv_detect/nvv_detector.npz] [--naive] [--threads 1]
 
+(``detect`` reads either kind of model file, :func:`load_detector`: this module's YAMNet
+model, or a Whisper-frame model of :mod:`pyutils.nvv_detect.head`, the recipe's default.)
+
 Features. YAMNet (:mod:`pyutils.audio_tagger`, int8 ONNX) scores 0.96 s log-mel patches
 every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out (q_i - z_out)``
 of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
@@ -306,6 +309,18 @@ def naive_events(tagger, utt_id: str, starts, logits, tags: Sequence[str]) -> Li
                             [NAIVE_THRESHOLD] * len(tags))
 
 
+def load_detector(path: Optional[os.PathLike] = None):
+    """A model file of either kind: :class:`Detector` (YAMNet patches) or, when its ``kind`` is
+    ``whisper_frames``, :class:`pyutils.nvv_detect.head.FrameDetector`."""
+    path = Path(path or DEFAULT_MODEL)
+    arrays = load_arrays(path, missing="; fit one with stage 5 of local/nvv_asr.sh --asr_method cascade")
+    if "kind" in arrays and str(arrays["kind"]) == "whisper_frames":
+        from pyutils.nvv_detect.head import FrameDetector
+
+        return FrameDetector(arrays, str(path))
+    return Detector(arrays, str(path))
+
+
 def read_scp_audio(scp: Path):
     """Yield ``(utt_id, audio, sr)`` of a wav.scp; unreadable entries raise naming the line."""
     from pyutils.datadir.io import read_kv, read_wav_scp_entry
@@ -358,16 +373,25 @@ def main(argv=None) -> int:
     from pyutils.audio_tagger import TaggerError
     from pyutils.datadir.io import DataDirError, read_kv
     from pyutils.nvv_detect.events import write_events
+    from pyutils.whisper.weights import WhisperWeightsError
 
     try:
-        det = None if a.naive else Detector.load(a.model)
+        det = None if a.naive else load_detector(a.model)
+        entries = read_kv(a.wav_scp)
+        log = lambda m: print(f"nvv_detect: {m}", file=sys.stderr)  # noqa: E731
+        if det is not None and not isinstance(det, Detector):
+            from pyutils.nvv_detect.head import detect_entries as detect_frames
+
+            rows = detect_frames(det, entries, a.threads, log)
+            write_events(rows, a.out)
+            print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")
+            return 0
         feats = Features(hop_s=det.hop_s if det else HOP_S, context=det.context if det else 0,
                          num_threads=a.threads, feature_ids=det.feature_ids if det else None,
                          embed=bool(det and det.embed))
-        entries = read_kv(a.wav_scp)
-        rows = detect_entries(det, feats, entries, log=lambda m: print(f"nvv_detect: {m}", file=sys.stderr))
+        rows = detect_entries(det, feats, entries, log=log)
         write_events(rows, a.out)
-    except (DetectorError, TaggerError, DataDirError, OSError, ValueError) as e:
+    except (DetectorError, TaggerError, DataDirError, WhisperWeightsError, OSError, ValueError) as e:
         print(f"nvv_detect: error: {e}", file=sys.stderr)
         return 1
     print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")

@@ -197,17 +197,25 @@ def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarr
     tag on all dev utterances.
     """
     probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
-    ref = {u: ev for u, _, _, ev in dev}
+    return coordinate_ascent(probs, {u: ev for u, _, _, ev in dev}, det.tags, frames_to_events, real_dev,
+                             sweeps, tune_on)
+
+
+def coordinate_ascent(probs: Sequence[Tuple[str, np.ndarray, np.ndarray]], ref: Dict[str, List[dict]],
+                      tags: Sequence[str], to_events, real_dev: Sequence[str] = (), sweeps: int = 2,
+                      tune_on: str = "split") -> Tuple[np.ndarray, Dict[str, List[int]]]:
+    """Per-tag thresholds maximising the micro event F1 of ``to_events(utt, starts, probs,
+    tags, thresholds)`` on the dev utterances ``probs`` = ``[(utt, starts, (N, T) probs)]``
+    (see :func:`tune_thresholds` for ``real_dev`` and ``tune_on``)."""
     real = [u for u in ref if u in set(real_dev)]
     synth = [u for u in ref if u not in set(real_dev)]
     real_tags = {e["tag"] for u in real for e in ref[u]}
     synth_tags = {e["tag"] for u in synth for e in ref[u]}
-    tags = det.tags
     th = np.full(len(tags), 0.5)
 
     def score(th_, utts):
         keep = set(utts)
-        hyp = {u: frames_to_events(u, t, p, tags, th_) for u, t, p in probs if u in keep}
+        hyp = {u: to_events(u, t, p, tags, th_) for u, t, p in probs if u in keep}
         c = match_counts(ref, hyp, utts)
         return micro(c)[2], c
 

@@ -24,7 +24,7 @@ with ``torch.load(weights_only=True)`` (tensors only, never a pickle).
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -36,9 +36,12 @@ CHUNK_S = 30.0                # Whisper's training window
 
 
 class WhisperContent:
-    """Frozen Whisper audio encoder; :meth:`features` gives block ``layer``'s states."""
+    """Frozen Whisper audio encoder; :meth:`features` gives block ``layer``'s states
+    (``layers``: the states of several blocks side by side in block order, ``[h_a, h_b, ...]``,
+    from one pass through the deepest of them)."""
 
-    def __init__(self, model: str = "base", layer: int = 4, threads: int = 0) -> None:
+    def __init__(self, model: str = "base", layer: int = 4, threads: int = 0,
+                 layers: Optional[Sequence[int]] = None) -> None:
         import torch
         import whisper.model as wm
 
@@ -55,12 +58,14 @@ class WhisperContent:
         prefix = "encoder."
         enc.load_state_dict({k[len(prefix):]: v for k, v in ckpt["model_state_dict"].items()
                              if k.startswith(prefix)})
-        if not 1 <= layer <= dims.n_audio_layer:
-            raise ValueError(f"layer {layer}: Whisper {spec.name} has blocks 1..{dims.n_audio_layer}")
+        self.layers = tuple(sorted(set(layers))) if layers else (layer,)
+        bad = [n for n in self.layers if not 1 <= n <= dims.n_audio_layer]
+        if bad or not self.layers:
+            raise ValueError(f"layer {bad}: Whisper {spec.name} has blocks 1..{dims.n_audio_layer}")
         if threads:
             torch.set_num_threads(threads)
         self.encoder = enc.float().eval()
-        self.n_mels, self.layer, self.n_layers = dims.n_mels, layer, dims.n_audio_layer
+        self.n_mels, self.layer, self.n_layers = dims.n_mels, max(self.layers), dims.n_audio_layer
 
     def _encode_chunk(self, x: np.ndarray) -> np.ndarray:
         import torch
@@ -73,11 +78,13 @@ class WhisperContent:
             h = F.gelu(enc.conv1(mel[None]))
             h = F.gelu(enc.conv2(h)).permute(0, 2, 1)
             h = h + enc.positional_embedding[: h.shape[1]]
-            for block in enc.blocks[: self.layer]:
+            keep = getattr(self, "layers", (self.layer,))
+            out = []
+            for n, block in enumerate(enc.blocks[: max(keep)], 1):
                 h = block(h)
-            if self.layer == self.n_layers:
-                h = enc.ln_post(h)
-        return h[0].numpy().astype(np.float32)
+                if n in keep:
+                    out.append(enc.ln_post(h) if n == self.n_layers else h)
+        return torch.cat(out, dim=-1)[0].numpy().astype(np.float32)
 
     def features(self, x: np.ndarray) -> np.ndarray:
         """(T, 512) float32 content frames, ``T = ceil(len(x)/320)`` give or take one."""

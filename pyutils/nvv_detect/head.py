@@ -1,0 +1,366 @@
+"""NVV detector on frozen Whisper-encoder frames: a small dilated 1-D conv head, per-frame tag
+posteriors, events from runs of frames (``--detector whisper`` of ``local/nvv_asr.sh``).
+
+    python -m pyutils.nvv_detect.head --train-feats feats/wf_corpus_train.1.npz ... \\
+        --dev-feats feats/wf_corpus_dev.1.npz ... [--yamnet-feats feats/corpus_train.1.npz ...] \\
+        --out exp/.../nvv_detector.npz [--report detector_report.json]
+    python -m pyutils.nvv_detect.model detect --model exp/.../nvv_detector.npz ...   (either kind of model)
+
+Input per 40 ms frame ``f`` (:mod:`pyutils.nvv_detect.frames`): the pooled states ``x_f`` of
+the chosen encoder blocks; with ``yamnet`` also the YAMNet logits of the kept AudioSet classes
+(:func:`pyutils.nvv_detect.model.default_feature_ids`) of the patch whose centre is nearest the
+frame's centre (:func:`upsample_patches`). Standardised, ``z_f = (x_f - mu) / sigma``.
+
+Head: ``h_1 = GELU(conv_{k=3}(z))``, ``h_2 = GELU(conv_{k=5, dilation 2}(h_1))``,
+``h_3 = GELU(conv_{k=5, dilation 4}(h_2))``, ``P(k | f) = softmax(conv_{k=1}(h_3))_k`` over
+``none`` + the 16 tags; ``HIDDEN`` channels, receptive field 27 frames (1.08 s: about one
+laugh), zero padding at the utterance's edges.
+
+Fit: minimise ``-sum_f w_f log P(y_f | f) / sum_f w_f`` by Adam (``EPOCHS`` passes, batches of
+``BATCH`` utterances sorted by length, dropout ``DROPOUT`` on input and hidden layers, weight
+decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else ``none``
+(:func:`pyutils.nvv_detect.frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
+talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.train` weights patches.
+
+Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
+event F1 (:func:`pyutils.nvv_detect.train.coordinate_ascent`), frames -> runs -> onsets and
+offsets (:func:`pyutils.nvv_detect.events.frame_runs_to_events`).
+
+Model file: one ``.npz`` of plain arrays beside ``<file>.sha256`` (``kind`` = ``whisper_frames``,
+``classes``, ``thresholds``, ``mu``, ``sigma``, ``layers``, ``frame_s``, ``yamnet``, ``feature_ids``,
+``dilations``, ``w0..w3``, ``b0..b3``); loading checks the SHA-256, nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pyutils.nvv_detect.frames import FRAME_S, WhisperFrames, frame_labels
+from pyutils.nvv_detect.model import DetectorError, load_arrays, save_arrays
+
+KIND = "whisper_frames"
+HIDDEN, DILATIONS, KERNELS = 128, (1, 2, 4), (3, 5, 5)
+EPOCHS, BATCH, LR, DROPOUT, WEIGHT_DECAY = 12, 16, 2e-3, 0.2, 1e-4
+
+
+def upsample_patches(n_frames: int, starts: np.ndarray, feats: np.ndarray, frame_s: float = FRAME_S,
+                     patch_s: float = 0.96) -> np.ndarray:
+    """(n_frames, d): per frame the row of the patch whose centre ``starts_i + patch_s / 2`` is
+    nearest the frame centre ``(f + 0.5) frame_s``."""
+    if len(starts) == 0:
+        return np.zeros((n_frames, feats.shape[1]), dtype=np.float32)
+    centres = np.asarray(starts, dtype=np.float64) + patch_s / 2
+    c = (np.arange(n_frames) + 0.5) * frame_s
+    i = np.clip(np.searchsorted(centres, c), 1, max(1, len(centres) - 1))
+    if len(centres) == 1:
+        return np.repeat(feats[:1], n_frames, axis=0).astype(np.float32)
+    i = np.where(np.abs(centres[i - 1] - c) <= np.abs(centres[i] - c), i - 1, i)
+    return np.asarray(feats, dtype=np.float32)[i]
+
+
+def forward(weights: Sequence, biases: Sequence, z, dilations: Sequence[int] = DILATIONS,
+            dropout: float = 0.0, training: bool = False):
+    """Logits ``(B, K, T)`` of standardised frames ``z`` ``(B, D, T)`` (torch tensors)."""
+    import torch.nn.functional as F
+
+    h = F.dropout(z, dropout, training)
+    for w, b, d in zip(weights[:-1], biases[:-1], dilations):
+        h = F.gelu(F.conv1d(h, w, b, padding=d * (w.shape[-1] - 1) // 2, dilation=d))
+        h = F.dropout(h, dropout, training)
+    return F.conv1d(h, weights[-1], biases[-1])
+
+
+class FrameDetector:
+    """A fitted head: posteriors per frame and events (see the module docstring)."""
+
+    def __init__(self, arrays: Dict[str, np.ndarray], path: str = "<memory>"):
+        need = ("kind", "classes", "thresholds", "mu", "sigma", "layers", "frame_s", "yamnet", "feature_ids",
+                "dilations")
+        missing = [k for k in need if k not in arrays]
+        if missing or str(arrays.get("kind")) != KIND:
+            raise DetectorError(f"{path}: not a Whisper-frame detector (arrays {missing} missing)")
+        self.classes = [str(c) for c in arrays["classes"]]
+        self.thresholds = arrays["thresholds"].astype(np.float64)
+        self.mu, self.sigma = arrays["mu"].astype(np.float32), arrays["sigma"].astype(np.float32)
+        self.layers = tuple(int(n) for n in arrays["layers"])
+        self.frame_s, self.yamnet = float(arrays["frame_s"]), bool(int(arrays["yamnet"]))
+        self.feature_ids = arrays["feature_ids"].astype(np.int64)
+        self.dilations = tuple(int(d) for d in arrays["dilations"])
+        n = len(self.dilations) + 1
+        if any(f"w{i}" not in arrays or f"b{i}" not in arrays for i in range(n)):
+            raise DetectorError(f"{path}: head weights w0..w{n - 1}, b0..b{n - 1} missing")
+        self.w = [arrays[f"w{i}"].astype(np.float32) for i in range(n)]
+        self.b = [arrays[f"b{i}"].astype(np.float32) for i in range(n)]
+        d = 512 * len(self.layers) + len(self.feature_ids) * self.yamnet
+        if (self.classes[0] != "none" or self.thresholds.shape != (len(self.classes) - 1,)
+                or self.mu.shape != (d,) or self.sigma.shape != (d,) or self.w[0].shape[1] != d
+                or self.w[-1].shape[0] != len(self.classes) or abs(self.frame_s - FRAME_S) > 1e-9
+                or any(self.w[i + 1].shape[1] != self.w[i].shape[0] for i in range(n - 1))):
+            raise DetectorError(f"{path}: model arrays have inconsistent shapes")
+        self._tw = None
+
+    @property
+    def tags(self) -> List[str]:
+        return self.classes[1:]
+
+    @classmethod
+    def load(cls, path) -> "FrameDetector":
+        return cls(load_arrays(Path(path), missing="; fit one with `python -m pyutils.nvv_detect.head`"), str(path))
+
+    def arrays(self) -> Dict[str, np.ndarray]:
+        out = {"kind": np.array(KIND), "classes": np.array(self.classes),
+               "thresholds": self.thresholds.astype(np.float32), "mu": self.mu, "sigma": self.sigma,
+               "layers": np.asarray(self.layers, dtype=np.int64), "frame_s": np.float64(self.frame_s),
+               "yamnet": np.int64(self.yamnet), "feature_ids": self.feature_ids,
+               "dilations": np.asarray(self.dilations, dtype=np.int64)}
+        out.update({f"w{i}": w for i, w in enumerate(self.w)})
+        out.update({f"b{i}": b for i, b in enumerate(self.b)})
+        return out
+
+    def save(self, path) -> None:
+        save_arrays(self.arrays(), Path(path))
+
+    def probs(self, x: np.ndarray) -> np.ndarray:
+        """(T, K) posteriors of one utterance's input frames ``x`` (T, D)."""
+        import torch
+
+        if self._tw is None:
+            self._tw = ([torch.from_numpy(w) for w in self.w], [torch.from_numpy(b) for b in self.b])
+        z = torch.from_numpy(((np.asarray(x, dtype=np.float32) - self.mu) / self.sigma).T[None].copy())
+        with torch.inference_mode():
+            a = forward(*self._tw, z, self.dilations)[0].T
+        return torch.softmax(a, dim=-1).numpy().astype(np.float64)
+
+    def events_of(self, utt: str, x: np.ndarray, thresholds: Optional[np.ndarray] = None) -> List[dict]:
+        from pyutils.nvv_detect.events import frame_runs_to_events
+
+        p = self.probs(x)[:, 1:]
+        return frame_runs_to_events(utt, np.arange(len(p)) * self.frame_s, p, self.tags,
+                                    self.thresholds if thresholds is None else thresholds, self.frame_s)
+
+
+class FrameFeatures:
+    """The detector's input frames of 16 kHz mono audio: Whisper frames [+ upsampled YAMNet logits]."""
+
+    def __init__(self, det: FrameDetector, threads: int = 1):
+        self.wf = WhisperFrames(det.layers, threads=threads)
+        self.det, self.yam = det, None
+        if det.yamnet:
+            from pyutils.nvv_detect.model import HOP_S, Features
+
+            self.yam = Features(hop_s=HOP_S, context=0, num_threads=threads, feature_ids=det.feature_ids)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        f = self.wf(x)
+        if self.yam is None:
+            return f
+        t, lg = self.yam.logits(x, 16000)
+        return np.concatenate([f, upsample_patches(len(f), t, lg[:, self.det.feature_ids])], axis=1)
+
+
+def join_inputs(rows, yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]], feature_ids: np.ndarray
+                ) -> List[Tuple[str, np.ndarray, List[dict]]]:
+    """``(utt, input frames, events)`` of cached frame rows, YAMNet logits joined by utterance id."""
+    out = []
+    for r in rows:
+        x = r.frames.astype(np.float32)
+        if yamnet is not None:
+            if r.utt not in yamnet:
+                raise DetectorError(f"utterance {r.utt}: no cached YAMNet features (--yamnet-feats)")
+            t, lg = yamnet[r.utt]
+            x = np.concatenate([x, upsample_patches(len(x), t, lg[:, feature_ids])], axis=1)
+        out.append((r.utt, x, r.events))
+    return out
+
+
+def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: int, epochs: int = EPOCHS,
+             hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None
+             ) -> Tuple[list, list, np.ndarray, np.ndarray]:
+    """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    allx = np.concatenate([x for x, _, _ in train])
+    mu = allx.mean(axis=0).astype(np.float32)
+    sigma = (allx.std(axis=0) + 1e-3).astype(np.float32)
+    del allx
+    d = len(mu)
+    shapes = [(hidden, d, KERNELS[0])] + [(hidden, hidden, k) for k in KERNELS[1:]] + [(n_classes, hidden, 1)]
+    ws, bs = [], []
+    for s in shapes:
+        w = torch.empty(s)
+        torch.nn.init.kaiming_uniform_(w, a=5 ** 0.5)
+        ws.append(w.requires_grad_())
+        bs.append(torch.zeros(s[0], requires_grad=True))
+    opt = torch.optim.AdamW(ws + bs, lr=lr, weight_decay=WEIGHT_DECAY)
+    order = np.argsort([len(x) for x, _, _ in train])
+    batches = [order[i:i + batch] for i in range(0, len(order), batch)]
+    total = epochs * len(batches)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(1, total), pct_start=0.1)
+    for ep in range(epochs):
+        tot, n = 0.0, 0.0
+        for bi in rng.permutation(len(batches)):
+            idx = batches[bi]
+            T = max(len(train[i][0]) for i in idx)
+            z = np.zeros((len(idx), d, T), dtype=np.float32)
+            y = np.full((len(idx), T), -100, dtype=np.int64)
+            w = np.zeros((len(idx), T), dtype=np.float32)
+            for j, i in enumerate(idx):
+                x, lab, wt = train[i]
+                z[j, :, :len(x)] = ((x - mu) / sigma).T
+                y[j, :len(x)] = lab
+                w[j, :len(x)] = wt
+            logits = forward(ws, bs, torch.from_numpy(z), DILATIONS, DROPOUT, True)
+            ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
+            wt = torch.from_numpy(w)
+            loss = (ce * wt).sum() / wt.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            tot, n = tot + float(loss.detach()) * float(wt.sum()), n + float(wt.sum())
+        if log:
+            log(f"epoch {ep + 1}/{epochs}: loss {tot / max(n, 1e-9):.4f}")
+    return ([w.detach().numpy().copy() for w in ws], [b.detach().numpy().copy() for b in bs], mu, sigma)
+
+
+def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
+               dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
+               yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
+               epochs: int = EPOCHS, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0
+               ) -> Tuple[FrameDetector, dict]:
+    """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.frames.load`),
+    thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
+    utterance, joined as extra inputs."""
+    import torch
+
+    from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
+    from pyutils.nvv_detect.train import coordinate_ascent
+    from pyutils.tags import challenge_tags
+
+    t0 = time.time()
+    if threads:
+        torch.set_num_threads(threads)
+    if not train_sets or not dev_sets:
+        raise DetectorError("need at least one training and one dev frames set")
+    layers = {s[1] for s in list(train_sets) + list(dev_sets)}
+    if len(layers) != 1:
+        raise DetectorError(f"frame sets of different encoder blocks: {sorted(layers)}")
+    fids = np.zeros(0, dtype=np.int64)
+    if yamnet is not None:
+        from pyutils.audio_tagger import YamNet
+        from pyutils.nvv_detect.model import default_feature_ids
+
+        fids = np.asarray(default_feature_ids(YamNet.load()), dtype=np.int64)
+    classes = ["none"] + list(challenge_tags())
+    tr = []
+    for kind, _, rows in train_sets:
+        for u, x, ev in join_inputs(rows, yamnet, fids):
+            tr.append((x, frame_labels(len(x), ev, classes), real_weight if kind == "real" else 1.0))
+    dev, real_ids = [], []
+    for kind, _, rows in dev_sets:
+        part = join_inputs(rows, yamnet, fids)
+        dev += part
+        real_ids += [u for u, _, _ in part] if kind == "real" else []
+    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real)")
+    ws, bs, mu, sigma = fit_head(tr, len(classes), epochs, seed=seed, log=log)
+    det = FrameDetector({"kind": np.array(KIND), "classes": np.array(classes),
+                         "thresholds": np.full(len(classes) - 1, 0.5), "mu": mu, "sigma": sigma,
+                         "layers": np.asarray(next(iter(layers)), dtype=np.int64), "frame_s": np.float64(FRAME_S),
+                         "yamnet": np.int64(yamnet is not None), "feature_ids": fids,
+                         "dilations": np.asarray(DILATIONS, dtype=np.int64),
+                         **{f"w{i}": w for i, w in enumerate(ws)}, **{f"b{i}": b for i, b in enumerate(bs)}})
+    probs = [(u, np.arange(len(x)) * FRAME_S, det.probs(x)[:, 1:]) for u, x, _ in dev]
+    ref = {u: ev for u, _, ev in dev}
+    det.thresholds, counts = coordinate_ascent(probs, ref, det.tags, frame_runs_to_events, real_ids, tune_on=tune_on)
+    report = {"detector": KIND, "layers": list(det.layers), "yamnet": det.yamnet, "train_utts": len(tr),
+              "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
+              "real_weight": real_weight, "epochs": epochs, "seed": seed, "tune_on": tune_on,
+              "seconds": round(time.time() - t0, 1),
+              "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)}, "dev_counts": counts,
+              "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
+              "dev_micro": [round(v, 3) for v in micro(counts)]}
+    log(f"fit + thresholds {report['seconds']} s; dev micro P/R/F1 {report['dev_micro']}")
+    return det, report
+
+
+def yamnet_index(paths: Sequence[Path]) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
+    """``{utt: (patch starts, logits)}`` of cached YAMNet feature files (:mod:`pyutils.nvv_detect.features`)."""
+    from pyutils.nvv_detect.features import load
+
+    out = {}
+    for p in paths:
+        for r in load(p)[1]:
+            out[r.utt] = (r.starts, r.logits)
+    return out
+
+
+def detect_entries(det: FrameDetector, entries: Dict[str, str], threads: int = 1, log=None) -> List[dict]:
+    """Events of ``{utt: wav.scp value}`` (any audio; an unreadable entry: no events, one ``log`` line)."""
+    from pyutils.asr.cascade import load_audio
+    from pyutils.datadir.io import AudioReadError
+
+    feats = FrameFeatures(det, threads)
+    rows: List[dict] = []
+    for utt, entry in entries.items():
+        try:
+            x = load_audio(entry)
+        except (AudioReadError, OSError, ValueError, RuntimeError) as e:
+            if log:
+                log(f"{utt}: cannot read audio ({e}): no events")
+            continue
+        if len(x) == 0 or not np.isfinite(x).all():
+            if log:
+                log(f"{utt}: empty or non-finite audio: no events")
+            continue
+        rows += det.events_of(utt, feats(x))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--train-feats", type=Path, action="append", default=[], required=True,
+                    help="cached frames (pyutils.nvv_detect.frames) to train on")
+    ap.add_argument("--dev-feats", type=Path, action="append", default=[], required=True,
+                    help="cached frames to choose the thresholds on")
+    ap.add_argument("--yamnet-feats", type=Path, action="append", default=[],
+                    help="cached YAMNet features of the same utterances: their logits join the input")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker frames")
+    ap.add_argument("--epochs", type=int, default=EPOCHS)
+    ap.add_argument("--tune-on", choices=("split", "all"), default="all")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
+    ap.add_argument("--report", type=Path)
+    a = ap.parse_args(argv)
+    from pyutils.audio_tagger import TaggerError
+    from pyutils.nvv_detect.frames import load
+
+    try:
+        det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
+                                 yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
+                                 a.epochs, a.tune_on, a.threads, seed=a.seed)
+        det.save(a.out)
+        if a.report:
+            from pyutils.datadir.io import atomic_write
+
+            with atomic_write(a.report) as f:
+                f.write(json.dumps(report, indent=1) + "\n")
+    except (DetectorError, TaggerError, OSError, ValueError) as e:
+        print(f"nvv_detect.head: error: {e}", file=sys.stderr)
+        return 1
+    print(f"nvv_detect.head: model -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
