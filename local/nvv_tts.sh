@@ -48,7 +48,8 @@ ngpu=0                  # GPUs for training (0 = CPU)
 tts_method=espnet       # espnet: an ESPnet model trained here (FastSpeech + WORLD by default) | cascade: pretrained
                         # parts, nothing trained (bank voice + recorded NVVs + kNN-VC; en, zh) | auto: cascade for
                         # en and zh, else espnet (egs/nvv_tts/run.sh's default)
-tts_convert=true        # cascade: convert the speech to the target speaker (kNN-VC on its training recordings)
+tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC on its training recordings;
+                        # false: every utterance in --tts_voice; chosen by the targets, egs/nvv_tts/RESULTS.md)
 tts_voice=              # cascade: the voice-bank voice that speaks (default <lang>_s00: piper joe / gcin speaker 3)
 knn_ref_s=30            # cascade: seconds of a speaker's training speech in its kNN matching set (stage 5)
 gpu_inference=false     # synthesise on GPU

@@ -2,7 +2,7 @@
 # NVV-controllable TTS (NVVSpeech Challenge Track 2): tagged text -> speech.
 # All stages live in local/nvv_tts.sh; this file names the language, sets and config of this
 # recipe. Defaults: mini English corpus; en and zh: the cascade of pretrained parts (a voice-bank
-# voice, recorded NVVs, kNN-VC to the target speaker; nothing trained), other languages: a tiny
+# voice, recorded NVVs, optionally kNN-VC to the target speaker; nothing trained), other languages: a tiny
 # FastSpeech + WORLD vocoder trained here (--tts_method espnet; README.md says why each). Options
 # given on the command line override these
 # (./run.sh --help lists them all), e.g. ./run.sh --preset ci, ./run.sh --lang zh.
@@ -11,7 +11,8 @@ cd "$(dirname "$0")"
 
 lang=en            # en | zh | vi: the text front-end (one language per run)
 tts_method=auto    # auto: cascade for en and zh, espnet otherwise | cascade | espnet (FastSpeech + WORLD)
-tts_convert=true   # cascade: convert the bank voice to the target speaker (kNN-VC)
+tts_convert=false  # cascade: convert the bank voice to the target speaker (kNN-VC; true: the voice is the
+                   #   speaker's, but WORLD costs judge WER and MOS: RESULTS.md, variants)
 train_set=         # empty: train_<lang> (train_<lang>_<preset> for ci and large)
 valid_set=         # empty: dev_<lang>[_<preset>]
 test_sets=         # empty: test_<lang>[_<preset>]
