@@ -50,6 +50,8 @@ tts_method=espnet       # espnet: an ESPnet model trained here (FastSpeech + WOR
                         # en and zh, else espnet (egs/nvv_tts/run.sh's default)
 tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC on its training recordings;
                         # false: every utterance in --tts_voice; chosen by the targets, egs/nvv_tts/RESULTS.md)
+tts_warp=false          # cascade: speak in --tts_voice warped (pitch and formants) to each target speaker's median F0,
+                        # fitted on its training recordings in stage 5 (pyutils/tts/cascade.py speaker_warps)
 tts_voice=              # cascade: the voice-bank voice that speaks (default <lang>_s00: piper joe / gcin speaker 3)
 knn_ref_s=30            # cascade: seconds of a speaker's training speech in its kNN matching set (stage 5)
 gpu_inference=false     # synthesise on GPU
@@ -145,6 +147,9 @@ case "${tts_method}" in espnet|cascade) ;;
   auto) tts_method=espnet; case "${lang}" in en|zh) tts_method=cascade ;; esac ;;
   *) echo "$0: --tts_method '${tts_method}' must be espnet, cascade or auto" >&2; exit 2 ;;
 esac
+case "${tts_warp}" in true|false) ;;
+  *) echo "$0: --tts_warp '${tts_warp}' must be true or false" >&2; exit 2 ;;
+esac
 case "${tts_convert}" in true|false) ;;
   *) echo "$0: --tts_convert '${tts_convert}' must be true or false" >&2; exit 2 ;;
 esac
@@ -202,6 +207,7 @@ _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${expdir}/tts_${lang}_${_cfg_name#train_}}"
 if ${_cascade} && [ "${tts_exp}" = "${expdir}/tts_${lang}_${_cfg_name#train_}" ]; then
   _cname=cascade; ${tts_convert} || _cname=cascade_noconv
+  ! ${tts_warp} || _cname+=_warp
   [ -z "${tts_voice}" ] || _cname+="_${tts_voice}"
   tts_exp=${expdir}/tts_${lang}_${_cname}${_sfx}
 fi
@@ -473,9 +479,22 @@ _cascade_spks() {
     [ -z "${infer_jsonl}" ] || echo "${infer_spk:-$(head -n1 "${dumpdir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}"
   } | LC_ALL=C sort -u | tr '\n' ' '
 }
+_warp_dir=${tts_exp}/speaker_warps
 if ${_cascade} && in_stage 5 "speaker models"; then
+  if ${tts_warp} && ! chain_done "${tts_exp}/.warps.done" --after "$(_dump_done "${train_set}")" \
+       "warp ${tts_voice} ${knn_ref_s} $(_cascade_spks) same-texts"; then
+    log "stage 5: ${tts_voice} warped to each speaker's median F0 -> ${_warp_dir}"
+    rm -rf "${_warp_dir}"; mkdir -p "${tts_exp}/log"
+    _ev=${dumpdir}/raw/${train_set}/events.jsonl
+    ${train_cmd} "${tts_exp}/log/speaker_warps.log" \
+      ${python} -m pyutils.tts.cascade speaker-warps --wav-scp "${dumpdir}/raw/${train_set}/wav.scp" \
+        --utt2spk "${dumpdir}/raw/${train_set}/utt2spk" --text "${dumpdir}/raw/${train_set}/text.tagged" \
+        $([ ! -f "${_ev}" ] || echo "--events ${_ev}") --spks "$(_cascade_spks)" --lang "${lang}" \
+        --voice "${tts_voice}" --max-s "${knn_ref_s}" --cache "${expdir}/speech_cache" --out-dir "${_warp_dir}"
+    chain_mark "${tts_exp}/.warps.done" --dir "${_warp_dir}"
+  fi
   if ! ${tts_convert}; then
-    log "stage 5: --tts_convert false: no speaker models (every utterance in the voice ${tts_voice})"
+    log "stage 5: --tts_convert false: no kNN speaker models (the voice ${tts_voice}$(! ${tts_warp} || echo ", warped"))"
   elif ! chain_done "${tts_exp}/.speakers.done" --after "$(_dump_done "${train_set}")" \
          "knn ${knn_ref_s} $(_cascade_spks)"; then
     _spks=$(_cascade_spks)
@@ -535,14 +554,16 @@ stage_end
 _cascade_synth() {
   local s=$1 _data=${dumpdir}/raw/$1 _dir=${tts_exp}/synth_$1 _n _nj _models=""
   ${tts_convert} && _models="--speaker-models ${_knn_dir}"
+  ${tts_warp} && _models+=" --warps ${_warp_dir}"
   if chain_done "${_dir}/.synth.done" $(! ${tts_convert} || echo "--after ${tts_exp}/.speakers.done") \
-       --after "$(_dump_done "${s}")" "cascade ${tts_voice} ${tts_convert}" \
+       $(! ${tts_warp} || echo "--after ${tts_exp}/.warps.done") \
+       --after "$(_dump_done "${s}")" "cascade ${tts_voice} ${tts_convert} ${tts_warp}" \
        "$(cat "${_data}"/{text.tagged,text,utt2spk} 2>/dev/null | md5sum)"; then return 0; fi
   rm -rf "${_dir}"; mkdir -p "${_dir}/log" "${_dir}/durations"
   _n=$(wc -l < "${_data}/text"); _nj=$(( nj < _n ? nj : _n ))
   ${decode_cmd} "${_dir}/log/split_keys.log" \
     ${python} -m pyutils.tts.audio split-scp "${_data}/text" "${_dir}/log/keys" "${_nj}"
-  log "stage 6: ${s}: ${_n} utterances, voice ${tts_voice}$(! ${tts_convert} || echo ", converted to each utterance's speaker"), log: ${_dir}/log/cascade.*.log"
+  log "stage 6: ${s}: ${_n} utterances, voice ${tts_voice}$(! ${tts_warp} || echo ", warped")$(! ${tts_convert} || echo ", converted to each utterance's speaker"), log: ${_dir}/log/cascade.*.log"
   # shellcheck disable=SC2086
   ${decode_cmd} JOB=1:"${_nj}" "${_dir}/log/cascade.JOB.log" \
     ${python} -m pyutils.tts.cascade synth --text "${_data}/text.tagged" --tokens "${_data}/text" \

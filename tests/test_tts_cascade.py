@@ -140,6 +140,16 @@ def test_ci_sized_cascade_synthesis_with_conversion(tmp_path):
     _write(tr / "wav.scp", [(u, tr / "out" / "wav" / f"{u}.wav") for u in train])
     assert cascade.main(["speaker-models", "--wav-scp", str(tr / "wav.scp"), "--utt2spk", str(tr / "utt2spk"),
                          "--spks", "spk", "--max-s", "8", "--out-dir", str(tmp_path / "models")]) == 0
+    # en_s05 is en_s00's voice at warp 0.86: the fitted warp of en_s00 to this "speaker" finds it
+    assert cascade.main(["speaker-warps", "--wav-scp", str(tr / "wav.scp"), "--utt2spk", str(tr / "utt2spk"),
+                         "--text", str(tr / "text"), "--spks", "spk", "--lang", "en", "--voice", "en_s00",
+                         "--out-dir", str(tmp_path / "warps")]) == 0
+    fitted = json.loads((tmp_path / "warps" / "spk.json").read_text())
+    assert abs(fitted["warp"] - 0.86) < 0.05, fitted
+    v = cascade.warped_voice(cascade.resolve_voice("en", "en_s00"), str(tmp_path / "warps"), "spk", "u")
+    assert v["warp"] == fitted["warp"] and v["name"] == "en_US-joe-medium"
+    with pytest.raises(cascade.CascadeError, match="utterance u9: no speaker warp for 'nobody'"):
+        cascade.warped_voice(v, str(tmp_path / "warps"), "nobody", "u9")
     content, world = cascade.load_speaker_model(str(tmp_path / "models" / "spk.npz"))
     assert content.shape[1] == 512 and world.sp.shape[0] == world.f0.shape[0] > 0
 
@@ -179,6 +189,7 @@ def test_ci_sized_cascade_synthesis_with_conversion(tmp_path):
     (["--tts_method", "vits"], "--tts_method 'vits' must be espnet, cascade or auto"),
     (["--tts_method", "cascade", "--lang", "vi"], "--tts_method cascade has bank voices for en and zh only"),
     (["--tts_convert", "maybe"], "option --tts_convert expects true or false, got 'maybe'"),
+    (["--tts_warp", "yes"], "option --tts_warp expects true or false, got 'yes'"),
     (["--tts_method", "cascade", "--tts_voice", "zh_s01"], "--tts_voice 'zh_s01' must be a en bank voice id"),
     (["--tts_method", "cascade", "--knn_ref_s", "1"], "--knn_ref_s '1' must be a number of seconds >= 2"),
 ])

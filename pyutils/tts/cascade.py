@@ -234,6 +234,68 @@ def speaker_models(wav_scp: str, utt2spk: str, spks: Sequence[str], out_dir: str
         log(f"speaker model {spk}: {x.size / SR:.1f} s of speech from {len(utts)} recordings available")
 
 
+def speaker_warps(wav_scp: str, utt2spk: str, text: str, spks: Sequence[str], lang: str, voice: dict,
+                  out_dir: str, max_s: float = 30.0, events: Optional[str] = None, log=print,
+                  n_utts: int = 8, cache: Optional[str] = None) -> None:
+    """``out_dir/<spk>.json``: the warp that moves ``voice`` to the speaker's pitch (``--tts_warp``).
+
+    ``w = median(f0_spk) / median(f0_voice)`` over voiced WORLD frames of the SAME texts (the
+    median of a voice moves with the text by up to 15 %): the speaker's first recordings, NVVs
+    cut out, up to ``max_s`` s (at most ``n_utts``), and the voice's rendering of their texts
+    (tags removed). The voice bank's warp resamples the output, scaling pitch and formants
+    together by ``w`` (:mod:`pyutils.synth.voice_bank`); ``w`` is clipped to [0.7, 1.4].
+    """
+    from pyutils.io import read_jsonl, read_scp, read_text
+    from pyutils.synth.speech import speak
+    from pyutils.tts.frontend import split_tagged
+    from pyutils.vc.features import world_analyze
+
+    wav = dict(read_scp(wav_scp))
+    u2s = dict(read_scp(utt2spk))
+    texts = read_text(text)
+    ev: Dict[str, list] = {}
+    if events and os.path.isfile(events):
+        ev = {r["utt_id"]: [(float(e["start"]), float(e["end"])) for e in r.get("events", [])]
+              for r in read_jsonl(events)}
+
+    def median_f0(x: np.ndarray) -> float:
+        f0 = world_analyze(x).f0
+        if np.count_nonzero(f0 > 0) < 20:
+            raise CascadeError("fewer than 20 voiced frames")
+        return float(np.median(f0[f0 > 0]))
+
+    os.makedirs(out_dir, exist_ok=True)
+    for spk in spks:
+        utts = sorted(u for u, s in u2s.items() if s == spk and u in wav and u in texts)[:n_utts]
+        if not utts:
+            raise CascadeError(f"speaker {spk}: no recordings with a text in {wav_scp} (utt2spk {utt2spk})")
+        try:
+            f_spk = median_f0(speaker_audio([wav[u] for u in utts], [ev.get(u, []) for u in utts], max_s))
+            spoken = [" ".join(v for k, v in split_tagged(texts[u]) if k == "text") for u in utts]
+            f_voice = median_f0(np.concatenate([speak(t, lang, dict(voice), cache=cache)
+                                                for t in spoken if t.strip()]))
+        except (CascadeError, ValueError) as exc:
+            raise CascadeError(f"speaker {spk}: {exc}") from None
+        row = {"spk": spk, "voice": voice["id"], "f0_speaker": round(f_spk, 2), "f0_voice": round(f_voice, 2),
+               "warp": round(float(np.clip(f_spk / f_voice, 0.7, 1.4)), 4)}
+        from pyutils.io import atomic_write_text
+
+        atomic_write_text(os.path.join(out_dir, f"{spk}.json"), json.dumps(row) + "\n")
+        log(f"speaker warp {spk}: median F0 {f_spk:.1f} Hz vs the voice's {f_voice:.1f} Hz -> warp {row['warp']}")
+
+
+def warped_voice(voice: dict, warps: Optional[str], spk: Optional[str], utt_id: str) -> dict:
+    """``voice`` with its warp times the speaker's fitted one (:func:`speaker_warps`); unchanged without ``warps``."""
+    if not warps:
+        return voice
+    path = os.path.join(warps, f"{spk}.json")
+    if not os.path.isfile(path):
+        raise CascadeError(f"utterance {utt_id}: no speaker warp for {spk!r} ({path}; stage 5)")
+    with open(path, encoding="utf-8") as f:
+        w = float(json.load(f)["warp"])
+    return dict(voice, warp=round(float(voice["warp"]) * w, 4))
+
+
 def load_speaker_model(path: str):
     """(content, World) of a :func:`speaker_models` file (plain arrays, no pickle)."""
     from pyutils.vc.features import World
@@ -280,7 +342,7 @@ def convert_utterance(x: np.ndarray, spans: Sequence[Tuple[int, int]], conv, ref
 
 def synth(texts: Dict[str, str], tokens: Dict[str, str], utt2spk: Dict[str, str], lang: str,
           voice: dict, out_dir: str, job: int = 1, models: Optional[str] = None,
-          cache: Optional[str] = None, threads: int = 1, log=print) -> int:
+          cache: Optional[str] = None, threads: int = 1, log=print, warps: Optional[str] = None) -> int:
     """Render (and convert) every utterance of ``texts``: ``out_dir/wav/<utt>.wav``,
     ``out_dir/durations.<job>`` (samples per token) and ``out_dir/nvv_sources.<job>.jsonl``."""
     from pyutils.io import atomic_write_lines
@@ -301,7 +363,7 @@ def synth(texts: Dict[str, str], tokens: Dict[str, str], utt2spk: Dict[str, str]
         if utt not in tokens:
             raise CascadeError(f"utterance {utt}: no front-end tokens")
         try:
-            item = plan_item(utt, text, lang, voice, cache)
+            item = plan_item(utt, text, lang, warped_voice(voice, warps, utt2spk.get(utt), utt), cache)
         except ValueError as exc:       # FrontendError and CascadeError are ValueErrors
             raise CascadeError(f"utterance {utt}: {exc}") from None
         meta = render(item, out_dir)
@@ -322,7 +384,7 @@ def synth(texts: Dict[str, str], tokens: Dict[str, str], utt2spk: Dict[str, str]
         d = token_durations(tokens[utt].split(), spans, x.size, utt)
         dur_lines.append(f"{utt} {' '.join(map(str, d))}\n")
         src_rows.append(json.dumps({"utt_id": utt, "voice": voice["id"], "spk": utt2spk.get(utt),
-                                    "converted": conv is not None,
+                                    "converted": conv is not None, "warp": item["voice"]["warp"],
                                     "events": [{k: e.get(k) for k in ("tag", "source", "clip", "start", "end")}
                                                for e in meta["events"]]}, ensure_ascii=False) + "\n")
         if n % 10 == 0 or n == len(texts):
@@ -345,6 +407,17 @@ def main(argv=None) -> int:
     m.add_argument("--spks", required=True, help="space-separated speaker ids")
     m.add_argument("--max-s", type=float, default=30.0)
     m.add_argument("--out-dir", required=True)
+    w = sub.add_parser("speaker-warps", help="the bank voice's warp to each speaker's pitch")
+    w.add_argument("--wav-scp", required=True)
+    w.add_argument("--utt2spk", required=True)
+    w.add_argument("--text", required=True, help="Kaldi text with tags of those recordings")
+    w.add_argument("--events", help="events.jsonl: NVV spans cut out")
+    w.add_argument("--spks", required=True)
+    w.add_argument("--lang", required=True)
+    w.add_argument("--voice", default="")
+    w.add_argument("--max-s", type=float, default=30.0)
+    w.add_argument("--cache", default="", help="speech cache dir of the neural voices")
+    w.add_argument("--out-dir", required=True)
     s = sub.add_parser("synth", help="render tagged texts")
     s.add_argument("--text", required=True, help="Kaldi text with tags")
     s.add_argument("--tokens", required=True, help="Kaldi text of front-end tokens (the dump's text)")
@@ -353,15 +426,21 @@ def main(argv=None) -> int:
     s.add_argument("--lang", required=True)
     s.add_argument("--voice", default="", help="bank voice id (default: <lang>_s00)")
     s.add_argument("--speaker-models", default="", help="dir of <spk>.npz: convert to the speaker (empty: no)")
+    s.add_argument("--warps", default="", help="dir of <spk>.json: the voice warped to the speaker (empty: no)")
     s.add_argument("--cache", default="", help="speech cache dir of the neural voices")
     s.add_argument("--out-dir", required=True)
     s.add_argument("--job", type=int, default=1)
-    for q in (m, s):
+    for q in (m, s, w):
         q.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
     try:
         if a.cmd == "speaker-models":
             speaker_models(a.wav_scp, a.utt2spk, a.spks.split(), a.out_dir, a.max_s, a.events, a.threads)
+            return 0
+        if a.cmd == "speaker-warps":
+            speaker_warps(a.wav_scp, a.utt2spk, a.text, a.spks.split(), a.lang,
+                          resolve_voice(a.lang, a.voice or f"{a.lang}_s00"), a.out_dir, a.max_s, a.events,
+                          cache=a.cache or None)
             return 0
         texts = read_text(a.text)
         if a.keys:
@@ -369,7 +448,7 @@ def main(argv=None) -> int:
             texts = {u: texts[u] for u in keys if u in texts}
         voice = resolve_voice(a.lang, a.voice or f"{a.lang}_s00")
         n = synth(texts, read_text(a.tokens), dict(read_scp(a.utt2spk)), a.lang, voice, a.out_dir,
-                  a.job, a.speaker_models or None, a.cache or None, a.threads)
+                  a.job, a.speaker_models or None, a.cache or None, a.threads, warps=a.warps or None)
         print(f"cascade: {n} utterances -> {a.out_dir}/wav (voice {voice['id']}, "
               f"{'converted' if a.speaker_models else 'not converted'})")
     except (CascadeError, ValueError, OSError) as exc:

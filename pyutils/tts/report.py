@@ -211,8 +211,11 @@ def _cascade_summary(exp: str) -> List[str]:
     voices = sorted({r["voice"] for r in rows})
     conv = sum(bool(r.get("converted")) for r in rows)
     src = collections.Counter(e.get("source") for r in rows for e in r["events"])
+    warps = sorted({float(r["warp"]) for r in rows if r.get("warp") is not None})
+    warp = (f" warped to each speaker's median F0 (warps {warps[0]:g} to {warps[-1]:g}, fitted on its training "
+            f"recordings, `--tts_warp true`)" if len(warps) > 1 or (warps and warps[0] != 1.0) else "")
     return [f"- synthesis: cascade of pretrained parts, nothing trained (`pyutils/tts/cascade.py`): the words "
-            f"spoken by the voice-bank voice {', '.join(voices)}; "
+            f"spoken by the voice-bank voice {', '.join(voices)}{warp}; "
             + (f"converted to each utterance's speaker by kNN-VC on its training recordings "
                f"(`pyutils/vc/knn.py`, {conv} of {len(rows)} utterances); " if conv else
                "not converted to the target speaker (`--tts_convert false`); ")
