@@ -50,7 +50,7 @@ tts_method=espnet       # espnet: an ESPnet model trained here (FastSpeech + WOR
                         # en and zh, else espnet (egs/nvv_tts/run.sh's default)
 tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC on its training recordings;
                         # false: every utterance in --tts_voice; chosen by the targets, egs/nvv_tts/RESULTS.md)
-tts_warp=false          # cascade: speak in --tts_voice warped (pitch and formants) to each target speaker's median F0,
+tts_warp=true           # cascade: speak in --tts_voice warped (pitch and formants) to each target speaker's median F0,
                         # fitted on its training recordings in stage 5 (pyutils/tts/cascade.py speaker_warps)
 tts_voice=              # cascade: the voice-bank voice that speaks (default <lang>_s00: piper joe / gcin speaker 3)
 knn_ref_s=30            # cascade: seconds of a speaker's training speech in its kNN matching set (stage 5)
