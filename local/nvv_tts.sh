@@ -584,7 +584,7 @@ _cascade_synth() {
 _synth_sets="${test_sets}"
 [ -n "${infer_jsonl}" ] && _synth_sets+=" infer_${lang}"
 if in_stage 6 "synthesis"; then
-  log "stage 6: synthesis (${inference_model}) for: ${_synth_sets}"
+  log "stage 6: synthesis ($(if ${_cascade}; then echo "cascade, voice ${tts_voice}"; else echo "${inference_model}"; fi)) for: ${_synth_sets}"
   if [ -n "${infer_jsonl}" ]; then
     # Track 2 input: every line checked first (file:line: CODE: message), nothing synthesised on error
     _spk=${infer_spk:-$(head -n1 "${dumpdir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
