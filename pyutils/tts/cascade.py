@@ -243,7 +243,9 @@ def speaker_warps(wav_scp: str, utt2spk: str, text: str, spks: Sequence[str], la
     median of a voice moves with the text by up to 15 %): the speaker's first recordings, NVVs
     cut out, up to ``max_s`` s (at most ``n_utts``), and the voice's rendering of their texts
     (tags removed). The voice bank's warp resamples the output, scaling pitch and formants
-    together by ``w`` (:mod:`pyutils.synth.voice_bank`); ``w`` is clipped to [0.7, 1.4].
+    together by ``w`` (:mod:`pyutils.synth.voice_bank`); ``w`` is clipped to [0.7, 1.4], and the
+    speaker's F0 is searched in ``[0.6, 1.6] median(f0_voice)`` (DIO halves the F0 of some voices
+    with the default 60-600 Hz range: zh warps of 1.1-1.3 were read as 0.5).
     """
     from pyutils.io import read_jsonl, read_scp, read_text
     from pyutils.synth.speech import speak
@@ -258,8 +260,8 @@ def speaker_warps(wav_scp: str, utt2spk: str, text: str, spks: Sequence[str], la
         ev = {r["utt_id"]: [(float(e["start"]), float(e["end"])) for e in r.get("events", [])]
               for r in read_jsonl(events)}
 
-    def median_f0(x: np.ndarray) -> float:
-        f0 = world_analyze(x).f0
+    def median_f0(x: np.ndarray, floor: float = 60.0, ceil: float = 600.0) -> float:
+        f0 = world_analyze(x, floor, ceil).f0
         if np.count_nonzero(f0 > 0) < 20:
             raise CascadeError("fewer than 20 voiced frames")
         return float(np.median(f0[f0 > 0]))
@@ -270,10 +272,12 @@ def speaker_warps(wav_scp: str, utt2spk: str, text: str, spks: Sequence[str], la
         if not utts:
             raise CascadeError(f"speaker {spk}: no recordings with a text in {wav_scp} (utt2spk {utt2spk})")
         try:
-            f_spk = median_f0(speaker_audio([wav[u] for u in utts], [ev.get(u, []) for u in utts], max_s))
             spoken = [" ".join(v for k, v in split_tagged(texts[u]) if k == "text") for u in utts]
             f_voice = median_f0(np.concatenate([speak(t, lang, dict(voice), cache=cache)
                                                 for t in spoken if t.strip()]))
+            # the speaker's F0 searched within the warps allowed (DIO's octave errors outside it)
+            f_spk = median_f0(speaker_audio([wav[u] for u in utts], [ev.get(u, []) for u in utts], max_s),
+                              max(40.0, 0.6 * f_voice), 1.6 * f_voice)
         except (CascadeError, ValueError) as exc:
             raise CascadeError(f"speaker {spk}: {exc}") from None
         row = {"spk": spk, "voice": voice["id"], "f0_speaker": round(f_spk, 2), "f0_voice": round(f_voice, 2),
