@@ -482,7 +482,7 @@ _cascade_spks() {
 _warp_dir=${tts_exp}/speaker_warps
 if ${_cascade} && in_stage 5 "speaker models"; then
   if ${tts_warp} && ! chain_done "${tts_exp}/.warps.done" --after "$(_dump_done "${train_set}")" \
-       "warp ${tts_voice} ${knn_ref_s} $(_cascade_spks) same-texts"; then
+       "warp ${tts_voice} ${knn_ref_s} $(_cascade_spks) same-texts f0-range"; then
     log "stage 5: ${tts_voice} warped to each speaker's median F0 -> ${_warp_dir}"
     rm -rf "${_warp_dir}"; mkdir -p "${tts_exp}/log"
     _ev=${dumpdir}/raw/${train_set}/events.jsonl
