@@ -19,6 +19,14 @@
 #                    alarms, speaker SIM (2 encoders), DNSMOS + DistillMOS, FD -> RESULTS.md
 #   8 submission     <utt_id>.wav 16 kHz mono PCM16 + chorus-score validate-track2
 #
+# --tts_method cascade (the default of egs/nvv_tts/run.sh for en and zh; pyutils/tts/cascade.py):
+# nothing is trained. 2 dumps the front-end tokens (no WORLD features), 3 the token list (no
+# alignment), 4 is not used, 5 makes a kNN "speaker model" per target speaker (its training
+# recordings, NVVs cut out: Whisper-encoder content + WORLD frames; --tts_convert true), 6 speaks
+# the words between tags with a pretrained voice of the voice bank (--tts_voice), splices a
+# recorded NVV of the bank's train split per tag (else the corpus's generated sound) and converts
+# the speech to the target speaker by kNN-VC (pyutils/vc/knn.py); 7 and 8 as above.
+#
 # Every stage prints "stage N: ..."; every Python step logs to <exp>/log/<step>.log (or the
 # set's log/ dir), and a failure prints "stage N failed at nvv_tts.sh:<line>" and the log to
 # read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.
@@ -37,6 +45,15 @@ preset=default          # ci|default|large: corpus size, model config, epochs
 lang=en                 # en|zh|vi: selects the text front-end (one language per run)
 nj=2                    # parallel jobs (data, stats, synthesis)
 ngpu=0                  # GPUs for training (0 = CPU)
+tts_method=espnet       # espnet: an ESPnet model trained here (FastSpeech + WORLD by default) | cascade: pretrained
+                        # parts, nothing trained (bank voice + recorded NVVs + kNN-VC; en, zh) | auto: cascade for
+                        # en and zh, else espnet (egs/nvv_tts/run.sh's default)
+tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC on its training recordings;
+                        # false: every utterance in --tts_voice; chosen by the targets, egs/nvv_tts/RESULTS.md)
+tts_warp=true           # cascade: speak in --tts_voice warped (pitch and formants) to each target speaker's median F0,
+                        # fitted on its training recordings in stage 5 (pyutils/tts/cascade.py speaker_warps)
+tts_voice=              # cascade: the voice-bank voice that speaks (default <lang>_s00: piper joe / gcin speaker 3)
+knn_ref_s=30            # cascade: seconds of a speaker's training speech in its kNN matching set (stage 5)
 gpu_inference=false     # synthesise on GPU
 corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read paths from db.sh)
 corpus_splits="train dev test"  # names of the corpus' train/dev/test data dirs (real corpora: e.g. "train validation test")
@@ -126,6 +143,27 @@ if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && worl
 case "${align_min_steps}" in true|false) ;;
   *) echo "$0: --align_min_steps '${align_min_steps}' must be true or false" >&2; exit 2 ;;
 esac
+case "${tts_method}" in espnet|cascade) ;;
+  auto) tts_method=espnet; case "${lang}" in en|zh) tts_method=cascade ;; esac ;;
+  *) echo "$0: --tts_method '${tts_method}' must be espnet, cascade or auto" >&2; exit 2 ;;
+esac
+case "${tts_warp}" in true|false) ;;
+  *) echo "$0: --tts_warp '${tts_warp}' must be true or false" >&2; exit 2 ;;
+esac
+case "${tts_convert}" in true|false) ;;
+  *) echo "$0: --tts_convert '${tts_convert}' must be true or false" >&2; exit 2 ;;
+esac
+_cascade=false
+if [ "${tts_method}" = cascade ]; then
+  _cascade=true
+  case "${lang}" in en|zh) ;;
+    *) echo "$0: --tts_method cascade has bank voices for en and zh only, got --lang '${lang}': use --tts_method espnet" >&2; exit 2 ;;
+  esac
+  [[ "${knn_ref_s}" =~ ^[0-9]+(\.[0-9]*)?$ ]] && awk -v s="${knn_ref_s}" 'BEGIN{exit !(s >= 2)}' \
+    || { echo "$0: --knn_ref_s '${knn_ref_s}' must be a number of seconds >= 2" >&2; exit 2; }
+  [[ -z "${tts_voice}" || "${tts_voice}" =~ ^${lang}_s[0-9]+$ ]] \
+    || { echo "$0: --tts_voice '${tts_voice}' must be a ${lang} bank voice id (${lang}_s00, ${lang}_s01, ...)" >&2; exit 2; }
+fi
 case "${vocoder}" in griffin_lim|espnet|hifigan) ;;
   *) echo "$0: --vocoder '${vocoder}' must be griffin_lim, espnet or hifigan" >&2; exit 2 ;;
 esac
@@ -167,6 +205,13 @@ if [ -z "${tts_task}" ]; then
 fi
 _cfg_name=$(basename "${tts_config}" .yaml)
 : "${tts_exp:=${expdir}/tts_${lang}_${_cfg_name#train_}}"
+if ${_cascade} && [ "${tts_exp}" = "${expdir}/tts_${lang}_${_cfg_name#train_}" ]; then
+  _cname=cascade; ${tts_convert} || _cname=cascade_noconv
+  ! ${tts_warp} || _cname+=_warp
+  [ -z "${tts_voice}" ] || _cname+="_${tts_voice}"
+  tts_exp=${expdir}/tts_${lang}_${_cname}${_sfx}
+fi
+${_cascade} && : "${tts_voice:=${lang}_s00}"
 # stage N of this run: its failure line names it and its time goes to <expdir>/stage_times.tsv
 in_stage() {  # in_stage N NAME: true (and the stage begun) when this run covers stage N
   [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ] || return 1
@@ -182,6 +227,8 @@ if grep -q "^odim:" "${tts_config}"; then
     echo "$0: --gv_strength works on log-mel models; ${tts_config} predicts WORLD features" >&2; exit 2
   fi
 fi
+# the cascade trains nothing: no WORLD training targets in stage 2
+${_cascade} && _world=false
 : "${tts_stats_dir:=${expdir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
 # duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
 # their front-end adds pause slots ('|' at the start and around tags) that take the silences
@@ -191,6 +238,7 @@ case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in
 esac
 _fe_opts=""; ${_dur_model} && _fe_opts="--pauses --tag-parts ${tag_parts}"
 _align_dir=${expdir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
+_align=${_dur_model}; ${_cascade} && _align=false   # stage 3's forced alignment: duration models only
 token_list_dir=${dumpdir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
 python=python3
@@ -346,13 +394,13 @@ stage_end
 
 # ---------------------------------------------------------------- stage 3
 if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.done" \
-     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_dur_model}$(! ${align_min_steps} || echo " min_steps") $(md5sum < "${tts_config}")"; then
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_align}$(! ${align_min_steps} || echo " min_steps") $(md5sum < "${tts_config}")"; then
   log "stage 3: token list -> ${token_list}"
   mkdir -p "${token_list_dir}"
   ${train_cmd} "${token_list_dir}/log/tokens.log" \
     ${python} -m pyutils.tts.tokens "${dumpdir}/raw/${train_set}/text" "${token_list}"
   log "stage 3: $(wc -l < "${token_list}") tokens (all 16 challenge tags included)"
-  if ${_dur_model}; then
+  if ${_align}; then
     # durations (frames per token + <eos>) for FastSpeech: HMM forced alignment trained on the
     # training set; the mini corpus's exact NVV times (events.jsonl) pin each tag's span
     log "stage 3: forced alignment -> ${dumpdir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
@@ -362,7 +410,7 @@ if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.do
         $(! ${align_min_steps} || echo --min-steps)
     grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
   fi
-  chain_mark "${token_list_dir}/.tokens.done" "${token_list}" $(! ${_dur_model} || echo \
+  chain_mark "${token_list_dir}/.tokens.done" "${token_list}" $(! ${_align} || echo \
     "${dumpdir}/raw/${train_set}/durations" "${dumpdir}/raw/${valid_set}/durations" "${_align_dir}/align_stats.json")
 fi
 
@@ -390,7 +438,9 @@ _model_opts() {
 stage_end
 
 # ---------------------------------------------------------------- stage 4
-if in_stage 4 "stats" && ! chain_done "${tts_stats_dir}/.stats.done" \
+if ${_cascade} && in_stage 4 "stats"; then
+  log "stage 4: not used by --tts_method cascade (nothing is trained)"
+elif in_stage 4 "stats" && ! chain_done "${tts_stats_dir}/.stats.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tokens.done" "${train_args} ${use_sid} $(md5sum < "${tts_config}")"; then
   log "stage 4: statistics -> ${tts_stats_dir}"
@@ -422,7 +472,42 @@ fi
 stage_end
 
 # ---------------------------------------------------------------- stage 5
-if in_stage 5 "train" && ! chain_done "${tts_exp}/.train.done" \
+# the cascade's speaker models: the target speakers (of the test sets and --infer_spk)
+_knn_dir=${tts_exp}/speaker_models
+_cascade_spks() {
+  { for s in ${test_sets}; do cut -d' ' -f2 "${dumpdir}/raw/${s}/utt2spk"; done
+    [ -z "${infer_jsonl}" ] || echo "${infer_spk:-$(head -n1 "${dumpdir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}"
+  } | LC_ALL=C sort -u | tr '\n' ' '
+}
+_warp_dir=${tts_exp}/speaker_warps
+if ${_cascade} && in_stage 5 "speaker models"; then
+  if ${tts_warp} && ! chain_done "${tts_exp}/.warps.done" --after "$(_dump_done "${train_set}")" \
+       "warp ${tts_voice} ${knn_ref_s} $(_cascade_spks) same-texts f0-range"; then
+    log "stage 5: ${tts_voice} warped to each speaker's median F0 -> ${_warp_dir}"
+    rm -rf "${_warp_dir}"; mkdir -p "${tts_exp}/log"
+    _ev=${dumpdir}/raw/${train_set}/events.jsonl
+    ${train_cmd} "${tts_exp}/log/speaker_warps.log" \
+      ${python} -m pyutils.tts.cascade speaker-warps --wav-scp "${dumpdir}/raw/${train_set}/wav.scp" \
+        --utt2spk "${dumpdir}/raw/${train_set}/utt2spk" --text "${dumpdir}/raw/${train_set}/text.tagged" \
+        $([ ! -f "${_ev}" ] || echo "--events ${_ev}") --spks "$(_cascade_spks)" --lang "${lang}" \
+        --voice "${tts_voice}" --max-s "${knn_ref_s}" --cache "${expdir}/speech_cache" --out-dir "${_warp_dir}"
+    chain_mark "${tts_exp}/.warps.done" --dir "${_warp_dir}"
+  fi
+  if ! ${tts_convert}; then
+    log "stage 5: --tts_convert false: no kNN speaker models (the voice ${tts_voice}$(! ${tts_warp} || echo ", warped"))"
+  elif ! chain_done "${tts_exp}/.speakers.done" --after "$(_dump_done "${train_set}")" \
+         "knn ${knn_ref_s} $(_cascade_spks)"; then
+    _spks=$(_cascade_spks)
+    log "stage 5: kNN speaker models (${knn_ref_s} s of training speech each) of: ${_spks}-> ${_knn_dir}"
+    rm -rf "${_knn_dir}"; mkdir -p "${tts_exp}/log"
+    _ev=${dumpdir}/raw/${train_set}/events.jsonl
+    ${train_cmd} "${tts_exp}/log/speaker_models.log" \
+      ${python} -m pyutils.tts.cascade speaker-models --wav-scp "${dumpdir}/raw/${train_set}/wav.scp" \
+        --utt2spk "${dumpdir}/raw/${train_set}/utt2spk" $([ ! -f "${_ev}" ] || echo "--events ${_ev}") \
+        --spks "${_spks}" --max-s "${knn_ref_s}" --out-dir "${_knn_dir}"
+    chain_mark "${tts_exp}/.speakers.done" --dir "${_knn_dir}"
+  fi
+elif in_stage 5 "train" && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tokens.done" --after "${tts_stats_dir}/.stats.done" \
      "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim}$([ "${train_precision}" = float32 ] || echo " ${train_precision}") $(md5sum < "${tts_config}")"; then
@@ -464,10 +549,42 @@ fi
 stage_end
 
 # ---------------------------------------------------------------- stage 6
+# the cascade's synthesis of set $1 (pyutils/tts/cascade.py): wav/, durations/durations (samples
+# per front-end token), nvv_sources.jsonl (which NVV each tag got), then the common post-processing
+_cascade_synth() {
+  local s=$1 _data=${dumpdir}/raw/$1 _dir=${tts_exp}/synth_$1 _n _nj _models=""
+  ${tts_convert} && _models="--speaker-models ${_knn_dir}"
+  ${tts_warp} && _models+=" --warps ${_warp_dir}"
+  if chain_done "${_dir}/.synth.done" $(! ${tts_convert} || echo "--after ${tts_exp}/.speakers.done") \
+       $(! ${tts_warp} || echo "--after ${tts_exp}/.warps.done") \
+       --after "$(_dump_done "${s}")" "cascade ${tts_voice} ${tts_convert} ${tts_warp}" \
+       "$(cat "${_data}"/{text.tagged,text,utt2spk} 2>/dev/null | md5sum)"; then return 0; fi
+  rm -rf "${_dir}"; mkdir -p "${_dir}/log" "${_dir}/durations"
+  _n=$(wc -l < "${_data}/text"); _nj=$(( nj < _n ? nj : _n ))
+  ${decode_cmd} "${_dir}/log/split_keys.log" \
+    ${python} -m pyutils.tts.audio split-scp "${_data}/text" "${_dir}/log/keys" "${_nj}"
+  log "stage 6: ${s}: ${_n} utterances, voice ${tts_voice}$(! ${tts_warp} || echo ", warped")$(! ${tts_convert} || echo ", converted to each utterance's speaker"), log: ${_dir}/log/cascade.*.log"
+  # shellcheck disable=SC2086
+  ${decode_cmd} JOB=1:"${_nj}" "${_dir}/log/cascade.JOB.log" \
+    ${python} -m pyutils.tts.cascade synth --text "${_data}/text.tagged" --tokens "${_data}/text" \
+      --utt2spk "${_data}/utt2spk" --keys "${_dir}/log/keys.JOB.scp" --lang "${lang}" --voice "${tts_voice}" \
+      ${_models} --cache "${expdir}/speech_cache" --out-dir "${_dir}" --job JOB
+  for i in $(seq "${_nj}"); do cat "${_dir}/durations.${i}"; done | LC_ALL=C sort > "${_dir}/durations/durations"
+  for i in $(seq "${_nj}"); do cat "${_dir}/nvv_sources.${i}.jsonl"; done > "${_dir}/nvv_sources.jsonl"
+  rm -f "${_dir}"/durations.[0-9]* "${_dir}"/nvv_sources.[0-9]*.jsonl
+  local _abs; _abs=$(cd "${_dir}" && pwd)
+  find "${_abs}/wav" -name '*.wav' | LC_ALL=C sort | \
+    awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
+  ${decode_cmd} "${_dir}/log/postprocess.log" \
+    ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
+      --expect-keys "${_data}/text" || exit 2
+  log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav; NVVs: $(grep -o '"source": "[a-z]*"' "${_dir}/nvv_sources.jsonl" | sort | uniq -c | awk '{printf "%s%s %s", (NR>1?", ":""), $1, $3}' | tr -d '"')"
+  chain_mark "${_dir}/.synth.done" --dir "${_dir}"
+}
 _synth_sets="${test_sets}"
 [ -n "${infer_jsonl}" ] && _synth_sets+=" infer_${lang}"
 if in_stage 6 "synthesis"; then
-  log "stage 6: synthesis (${inference_model}) for: ${_synth_sets}"
+  log "stage 6: synthesis ($(if ${_cascade}; then echo "cascade, voice ${tts_voice}"; else echo "${inference_model}"; fi)) for: ${_synth_sets}"
   if [ -n "${infer_jsonl}" ]; then
     # Track 2 input: every line checked first (file:line: CODE: message), nothing synthesised on error
     _spk=${infer_spk:-$(head -n1 "${dumpdir}/raw/${train_set}/spk2sid" | cut -d' ' -f1)}
@@ -483,7 +600,7 @@ if in_stage 6 "synthesis"; then
     ${train_cmd} "${_l}/frontend.log" \
       ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
     # a token the model never saw (ESPnet would read it as <unk>) or a text of pauses only: named, nothing synthesised
-    ${train_cmd} "${_l}/check_tokens.log" \
+    ${_cascade} || ${train_cmd} "${_l}/check_tokens.log" \
       ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
     ${train_cmd} "${_l}/utt2sid.log" \
       ${python} -m pyutils.tts.audio utt2sid "${dumpdir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
@@ -515,6 +632,7 @@ if in_stage 6 "synthesis"; then
     _gv_opts="--gv-stats ${tts_exp}/gv_stats.npz --gv-strength ${gv_strength}"
   fi
   for s in ${_synth_sets}; do
+    if ${_cascade}; then _cascade_synth "${s}"; continue; fi
     _data=${dumpdir}/raw/${s}
     _dir=${tts_exp}/synth_${s}
     _logdir=${_dir}/log
@@ -640,15 +758,19 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
   done
   # shellcheck disable=SC2086
   _rep_opts=""
-  ${_dur_model} && _rep_opts="--align-stats ${_align_dir}/align_stats.json"
+  ${_align} && _rep_opts="--align-stats ${_align_dir}/align_stats.json"
   ${decode_cmd} "${tts_exp}/log/report.log" \
     ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_opts} \
       --stage-times "${expdir}/stage_times.tsv" --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
   if ${copy_results} && [ "${preset}" = default ]; then
     # en owns RESULTS.md, every other language its RESULTS_<lang>.md; notes below the marker stay
-    _results_name=RESULTS.md
-    [ "${lang}" = en ] || _results_name="RESULTS_${lang}.md"
+    # (the cascade, egs/nvv_tts/run.sh's default for en and zh, owns RESULTS[_<lang>].md; an
+    # ESPnet model of those languages writes RESULTS_fastspeech[_<lang>].md)
+    _results_name=RESULTS
+    { ${_cascade} || { [ "${lang}" != en ] && [ "${lang}" != zh ]; }; } || _results_name+=_fastspeech
+    [ "${lang}" = en ] || _results_name+="_${lang}"
+    _results_name+=.md
     ${decode_cmd} "${tts_exp}/log/copy_results.log" \
       ${python} -m pyutils.results_file --report "${tts_exp}/RESULTS.md" --into "${_results_name}"
     log "stage 7: copied to $(pwd)/${_results_name}"

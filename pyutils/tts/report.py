@@ -197,6 +197,32 @@ def _vocoder_summary(exp: str) -> str:
     return "- vocoder: Griffin-Lim for mel models (`tts_inference --vocoder_file none`); VITS has its own decoder"
 
 
+def _cascade_summary(exp: str) -> List[str]:
+    """What the cascade (``--tts_method cascade``) put together: voice, conversion, NVV sources."""
+    import collections
+    import glob
+
+    rows = []
+    for path in sorted(glob.glob(os.path.join(exp, "synth_*", "nvv_sources.jsonl"))):
+        with open(path, encoding="utf-8") as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    if not rows:
+        return []
+    voices = sorted({r["voice"] for r in rows})
+    conv = sum(bool(r.get("converted")) for r in rows)
+    src = collections.Counter(e.get("source") for r in rows for e in r["events"])
+    warps = sorted({float(r["warp"]) for r in rows if r.get("warp") is not None})
+    warp = (f" warped to each speaker's median F0 (warps {warps[0]:g} to {warps[-1]:g}, fitted on its training "
+            f"recordings, `--tts_warp true`)" if len(warps) > 1 or (warps and warps[0] != 1.0) else "")
+    return [f"- synthesis: cascade of pretrained parts, nothing trained (`pyutils/tts/cascade.py`): the words "
+            f"spoken by the voice-bank voice {', '.join(voices)}{warp}; "
+            + (f"converted to each utterance's speaker by kNN-VC on its training recordings "
+               f"(`pyutils/vc/knn.py`, {conv} of {len(rows)} utterances); " if conv else
+               "not converted to the target speaker (`--tts_convert false`); ")
+            + f"NVVs: {src.get('recorded', 0)} recorded clips of the NVV bank's train split, "
+              f"{src.get('generated', 0)} generated sounds (tags the bank lacks)"]
+
+
 def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "",
            stage_times: str = "") -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -205,13 +231,17 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
         load_s = f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
     except OSError:
         load_s = "?"
+    cascade = _cascade_summary(exp)
     out = [f"# NVV TTS results ({lang}, preset {preset})", "",
-           f"- experiment: `{exp}`; config: `{config}`",
+           f"- experiment: `{exp}`" + ("" if cascade else f"; config: `{config}`"),
            f"- written {now} on `{socket.gethostname()}` with {os.cpu_count()} CPU cores, "
            f"load average (1/5/15 min) {load_s}"]
-    out += _train_summary(exp)
-    out += _align_summary(align_stats)
-    out += [_vocoder_summary(exp), ""]
+    if cascade:
+        out += cascade + [""]
+    else:
+        out += _train_summary(exp)
+        out += _align_summary(align_stats)
+        out += [_vocoder_summary(exp), ""]
     for name, edir in sets:
         path = os.path.join(edir, "metrics.json")
         out.append(f"## {name}")
