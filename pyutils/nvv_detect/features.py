@@ -106,20 +106,14 @@ def load(path: Path) -> Tuple[str, List[Utt]]:
 
 
 def main(argv=None) -> int:
+    from pyutils.nvv_detect.train import add_utt_source_args, utts_from_args
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--check-devset", action="store_true",
                      help="exit 0 if the real-NVV set material (tools/models/real_speech, nvv_bank) is installed, "
                           "else 3 with the reason")
-    src.add_argument("--corpus", type=Path, help="a chorus-synth nvv corpus dir (with --split)")
-    src.add_argument("--devset-split", choices=("train", "dev", "test"),
-                     help="real speech with real/generated NVVs spliced in (pyutils.nvv_detect.devset)")
-    src.add_argument("--data-dir", type=Path, help="a dir written by pyutils.nvv_detect.devset (wav.scp, events.jsonl)")
-    ap.add_argument("--split", default="train", help="corpus split (train, dev, test)")
-    ap.add_argument("--variants", type=int, default=12, help="--devset-split: utterances per speech segment")
-    ap.add_argument("--max-utts", type=int, default=0, help="only the first N utterances (0: all)")
-    ap.add_argument("--part", type=int, default=1, help="with --parts: this job's share (1-based)")
-    ap.add_argument("--parts", type=int, default=1, help="split the utterances round robin into this many jobs")
+    add_utt_source_args(ap, src)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
@@ -129,7 +123,6 @@ def main(argv=None) -> int:
         ap.error(f"need 1 <= --part <= --parts, got {a.part} of {a.parts}")
     from pyutils.audio_tagger import TaggerError
     from pyutils.nvv_detect.devset import DevsetError
-    from pyutils.nvv_detect.train import devset_dir_utts, iter_corpus_utts, real_train_utts
     from pyutils.synth.nvv_bank import BankError
 
     try:
@@ -141,13 +134,7 @@ def main(argv=None) -> int:
                 bank_clips(split)
             print("nvv_detect.features: the real-NVV set material is installed")
             return 0
-        if a.corpus:
-            utts, kind = iter_corpus_utts(a.corpus, a.split), "corpus"
-        elif a.devset_split:
-            utts, kind = real_train_utts(a.variants, a.devset_split), "real"
-        else:
-            utts, kind = devset_dir_utts(a.data_dir), "real"
-        utts = (u for i, u in enumerate(utts) if (not a.max_utts or i < a.max_utts) and i % a.parts == a.part - 1)
+        utts, kind = utts_from_args(a)
         feats = Features(hop_s=HOP_S, context=0, num_threads=a.threads, embed=True)
         rows = compute(utts, feats, log=lambda m: print(m, file=sys.stderr))
         save(rows, kind, a.out)

@@ -43,7 +43,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from pyutils.nvv_detect.frames import FRAME_S, WhisperFrames, frame_labels
-from pyutils.nvv_detect.model import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.model import DetectorError, load_arrays, readable_audio, save_arrays
 
 KIND = "whisper_frames"
 HIDDEN, DILATIONS, KERNELS = 128, (1, 2, 4), (3, 5, 5)
@@ -306,22 +306,9 @@ def yamnet_index(paths: Sequence[Path]) -> Dict[str, Tuple[np.ndarray, np.ndarra
 
 def detect_entries(det: FrameDetector, entries: Dict[str, str], threads: int = 1, log=None) -> List[dict]:
     """Events of ``{utt: wav.scp value}`` (any audio; an unreadable entry: no events, one ``log`` line)."""
-    from pyutils.asr.cascade import load_audio
-    from pyutils.datadir.io import AudioReadError
-
     feats = FrameFeatures(det, threads)
     rows: List[dict] = []
-    for utt, entry in entries.items():
-        try:
-            x = load_audio(entry)
-        except (AudioReadError, OSError, ValueError, RuntimeError) as e:
-            if log:
-                log(f"{utt}: cannot read audio ({e}): no events")
-            continue
-        if len(x) == 0 or not np.isfinite(x).all():
-            if log:
-                log(f"{utt}: empty or non-finite audio: no events")
-            continue
+    for utt, x in readable_audio(entries, log):
         rows += det.events_of(utt, feats(x))
     return rows
 

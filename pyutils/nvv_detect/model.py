@@ -44,7 +44,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -334,15 +334,13 @@ def read_scp_audio(scp: Path):
         yield utt, (x.mean(axis=1) if x.ndim == 2 else x), sr
 
 
-def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, str], log=None) -> List[dict]:
-    """Events of every ``{utt: wav.scp value}`` entry (any format, rate, channels, length; audio
-    through :func:`pyutils.asr.cascade.load_audio`). ``det=None``: the naive mapping. An entry
-    that cannot be read gives no events and one ``log`` line; the others go on."""
+def readable_audio(entries: Dict[str, str], log=None) -> Iterator[Tuple[str, np.ndarray]]:
+    """``(utt, 16 kHz mono audio)`` of every ``{utt: wav.scp value}`` entry that can be read
+    (any format, rate, channels, length: :func:`pyutils.asr.cascade.load_audio`); an unreadable,
+    empty or non-finite one is skipped with one ``log`` line, and the others go on."""
     from pyutils.asr.cascade import load_audio
     from pyutils.datadir.io import AudioReadError
-    from pyutils.tags import challenge_tags
 
-    rows: List[dict] = []
     for utt, entry in entries.items():
         try:
             x = load_audio(entry)
@@ -354,6 +352,17 @@ def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, 
             if log:
                 log(f"{utt}: empty or non-finite audio: no events")
             continue
+        yield utt, x
+
+
+def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, str], log=None) -> List[dict]:
+    """Events of every ``{utt: wav.scp value}`` entry (any format, rate, channels, length; audio
+    through :func:`pyutils.asr.cascade.load_audio`). ``det=None``: the naive mapping. An entry
+    that cannot be read gives no events and one ``log`` line; the others go on."""
+    from pyutils.tags import challenge_tags
+
+    rows: List[dict] = []
+    for utt, x in readable_audio(entries, log):
         t, f, lg = feats(x, 16000)
         rows += (naive_events(feats.tagger, utt, t, lg, challenge_tags()) if det is None
                  else det.events(utt, t, f, naive_probs(feats.tagger, lg, det.tags)))

@@ -91,6 +91,33 @@ def real_train_utts(variants: int, split: str = "train") -> List[Tuple[str, np.n
     return [(u["utt_id"], u["audio"], SR, u["events"]) for u in build(split, variants)]
 
 
+def add_utt_source_args(ap: argparse.ArgumentParser, src) -> None:
+    """The utterance-source options shared by the feature extractors (``src``: a required
+    mutually exclusive group of ``ap``); :func:`utts_from_args` reads them."""
+    src.add_argument("--corpus", type=Path, help="a chorus-synth nvv corpus dir (with --split)")
+    src.add_argument("--devset-split", choices=("train", "dev", "test"),
+                     help="real speech with real/generated NVVs spliced in (pyutils.nvv_detect.devset)")
+    src.add_argument("--data-dir", type=Path, help="a dir written by pyutils.nvv_detect.devset (wav.scp, events.jsonl)")
+    ap.add_argument("--split", default="train", help="corpus split (train, dev, test)")
+    ap.add_argument("--variants", type=int, default=12, help="--devset-split: utterances per speech segment")
+    ap.add_argument("--max-utts", type=int, default=0, help="only the first N utterances (0: all)")
+    ap.add_argument("--part", type=int, default=1, help="with --parts: this job's share (1-based)")
+    ap.add_argument("--parts", type=int, default=1, help="split the utterances round robin into this many jobs")
+
+
+def utts_from_args(a: argparse.Namespace) -> Tuple[Iterator[Tuple[str, np.ndarray, int, List[dict]]], str]:
+    """``(utterances, kind)`` of the options of :func:`add_utt_source_args`: this job's share
+    (round robin over ``--parts``) of the first ``--max-utts``; kind ``corpus`` or ``real``."""
+    if a.corpus:
+        utts, kind = iter_corpus_utts(a.corpus, a.split), "corpus"
+    elif a.devset_split:
+        utts, kind = real_train_utts(a.variants, a.devset_split), "real"
+    else:
+        utts, kind = devset_dir_utts(a.data_dir), "real"
+    return ((u for i, u in enumerate(utts) if (not a.max_utts or i < a.max_utts) and i % a.parts == a.part - 1),
+            kind)
+
+
 def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[str]) -> np.ndarray:
     """Class index per patch; -1 = left out (see the module docstring)."""
     idx = {c: i for i, c in enumerate(classes)}
