@@ -81,7 +81,7 @@ detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector
 detector_heads=1         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
-decode_pack=false        # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
+decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached
 cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--model DIR")
 
