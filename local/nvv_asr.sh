@@ -78,7 +78,7 @@ detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.
 detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
                          # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
 detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
-detector_heads=1         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
+detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
