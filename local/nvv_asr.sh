@@ -79,7 +79,8 @@ detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddi
                          # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
 detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
 detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
-                         # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head)
+                         # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
+                         # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached

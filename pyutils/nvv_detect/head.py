@@ -30,7 +30,8 @@ Ensemble (``--heads N``): N heads fitted alike on the same standardised frames, 
 seed ``seed + 1000 j`` (its own initialisation, dropout and batch order); the detector's
 posteriors are their mean, ``P(k | f) = (1/N) sum_j P_j(k | f)``, and the thresholds are tuned
 on (and applied to) that mean. Averaging lowers the variance one seed's head has (a head that
-misses a whole tag is outvoted by the others).
+misses a whole tag is outvoted by the others). Epochs per head by default ``ceil(EPOCHS / N)``
+(the cost of one head), at least ``MIN_STEPS`` optimiser steps (:func:`epochs_per_head`).
 
 Model file: one ``.npz`` of plain arrays beside ``<file>.sha256`` (``kind`` = ``whisper_frames``,
 ``classes``, ``thresholds``, ``mu``, ``sigma``, ``layers``, ``frame_s``, ``yamnet``, ``feature_ids``,
@@ -56,7 +57,7 @@ from pyutils.nvv_detect.model import DetectorError, load_arrays, save_arrays
 KIND = "whisper_frames"
 HIDDEN, DILATIONS, KERNELS = 128, (1, 2, 4), (3, 5, 5)
 EPOCHS, BATCH, LR, DROPOUT, WEIGHT_DECAY = 12, 16, 2e-3, 0.2, 1e-4
-HEADS, SEED_STRIDE = 1, 1000
+HEADS, SEED_STRIDE, MIN_STEPS = 1, 1000, 100
 
 
 def upsample_patches(n_frames: int, starts: np.ndarray, feats: np.ndarray, frame_s: float = FRAME_S,
@@ -200,9 +201,14 @@ def join_inputs(rows, yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]]
     return out
 
 
-def epochs_per_head(heads: int) -> int:
-    """The default epochs of each of ``heads`` heads: ``EPOCHS`` shared, ``ceil(EPOCHS / heads)``."""
-    return max(1, -(-EPOCHS // max(1, heads)))
+def epochs_per_head(heads: int, n_utts: int = 0, batch: int = BATCH) -> int:
+    """The default epochs of each of ``heads`` heads: ``EPOCHS`` shared, ``ceil(EPOCHS / heads)``,
+    but at least ``MIN_STEPS`` optimiser steps per head, ``ceil(MIN_STEPS / ceil(n_utts / batch))``
+    epochs (a small corpus: the ci preset's 144 utterances give 9 batches, 12 epochs)."""
+    e = max(1, -(-EPOCHS // max(1, heads)))
+    if n_utts > 0:
+        e = max(e, -(-MIN_STEPS // -(-n_utts // batch)))
+    return e
 
 
 def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: int, epochs: int = EPOCHS,
@@ -265,12 +271,13 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
 def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
-               epochs: int = EPOCHS, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
+               epochs: Optional[int] = None, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
                heads: int = HEADS) -> Tuple[FrameDetector, dict]:
     """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.frames.load`),
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
     utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
-    ``seed + 1000 j``), thresholds on their mean posteriors."""
+    ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
+    :func:`epochs_per_head`."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
@@ -282,7 +289,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
         torch.set_num_threads(threads)
     if not train_sets or not dev_sets:
         raise DetectorError("need at least one training and one dev frames set")
-    if heads < 1 or epochs < 1:
+    if heads < 1 or (epochs is not None and epochs < 1):
         raise DetectorError(f"heads and epochs must be >= 1, got heads {heads}, epochs {epochs}")
     layers = {s[1] for s in list(train_sets) + list(dev_sets)}
     if len(layers) != 1:
@@ -303,7 +310,9 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
         part = join_inputs(rows, yamnet, fids)
         dev += part
         real_ids += [u for u, _, _ in part] if kind == "real" else []
-    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real)")
+    epochs = epochs or epochs_per_head(heads, len(tr))
+    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real); "
+        f"{heads} head(s) x {epochs} epochs")
     fitted, norm = {}, None
     for j in range(heads):
         if heads > 1:
@@ -377,7 +386,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker frames")
     ap.add_argument("--epochs", type=int, help=f"epochs per head (default: {EPOCHS} shared among the heads, "
-                                                 f"ceil({EPOCHS} / heads) each)")
+                                                 f"ceil({EPOCHS} / heads) each, >= {MIN_STEPS} steps per head)")
     ap.add_argument("--tune-on", choices=("split", "all"), default="all")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
@@ -390,7 +399,7 @@ def main(argv=None) -> int:
     try:
         det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
                                  yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
-                                 a.epochs or epochs_per_head(a.heads), a.tune_on, a.threads, seed=a.seed, heads=a.heads)
+                                 a.epochs, a.tune_on, a.threads, seed=a.seed, heads=a.heads)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write
