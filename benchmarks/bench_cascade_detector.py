@@ -111,6 +111,9 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="", help="names (prefixes) of VARIANTS separated by ;, default all")
     ap.add_argument("--layers", default="5", help="encoder blocks of the Whisper-frame variants")
     ap.add_argument("--seed", type=int, default=0, help="seed of the Whisper-frame heads fitted here")
+    ap.add_argument("--heads", type=int, default=1, help="heads of the Whisper-frame ensembles fitted here")
+    ap.add_argument("--epochs", type=int, default=0, help="epochs per Whisper-frame head (0: the module's default, "
+                                                                 "pyutils.nvv_detect.head.epochs_per_head)")
     ap.add_argument("--frame-model", type=Path, help="a fitted Whisper-frame detector (e.g. the recipe's stage 5 "
                                                      "nvv_detector.npz, fitted on the same sets) used as the "
                                                      "'Whisper-frame head' row instead of fitting it again")
@@ -164,7 +167,9 @@ def main(argv=None) -> int:
                 det = FrameDetector.load(a.frame_model)
             else:
                 det, rep = train_head([wsets["corpus_train"], wsets["real_train"]], [wsets["corpus_dev"], wsets["real_dev"]],
-                                      y, log=lambda m: None, seed=a.seed)
+                                      y, log=lambda m: None, seed=a.seed, heads=a.heads, epochs=a.epochs or None)
+                print(f"{name}: {a.heads} head(s) x {rep['epochs']} epochs, seed {a.seed}: fit + thresholds "
+                      f"{rep['seconds']} s wall, {rep['cpu_seconds']} s CPU", file=sys.stderr)
         elif name != "no detector":
             trs, kw = VARIANTS[name]
             det, rep = train_sets([sets[s] for s in trs], [sets["corpus_dev"], sets["real_dev"]], log=lambda m: None,

@@ -78,8 +78,13 @@ detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.
 detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
                          # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
 detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
+detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
+                         # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
+                         # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
-cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--pack", "--model DIR")
+decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
+                         # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached
+cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--model DIR")
 
 # Pretrained Whisper (fine-tuning instead of training from scratch)
 whisper=false            # true: fine-tune pretrained Whisper (conf/train_asr_whisper_<preset>.yaml, Whisper tokens, tags atomic)
@@ -156,6 +161,7 @@ if [ "${asr_method}" = cascade ]; then
   case "${lang}" in en|zh) ;; *) echo "$0: --asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" >&2; exit 2 ;; esac
   [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
   [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
+  [[ "${detector_heads}" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --detector_heads must be a whole number >= 1, got '${detector_heads}'" >&2; exit 2; }
 fi
 if [ "${whisper}" = true ]; then
   token_type=whisper

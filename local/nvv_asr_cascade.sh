@@ -14,9 +14,11 @@
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.model detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
-#     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF; Whisper's words
-#     are kept in <decode_root>/<set>/whisper_cache.jsonl (by audio hash and decoder settings):
-#     a rerun with another detector decodes only the detector (its RTF then omits Whisper)
+#     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF; --decode_pack true
+#     (default): clips of <= 10 s several to one 30 s Whisper window (cascade --pack); false: one
+#     clip per window, Whisper's words kept in <decode_root>/<set>/whisper_cache.jsonl (by audio
+#     hash and decoder settings): a rerun with another detector decodes only the detector (its
+#     RTF then omits Whisper)
 # Stage 7 (score) and 8 (package) of local/nvv_asr.sh read <decode_root>/<set>/text as for ESPnet.
 # shellcheck shell=bash disable=SC2154
 
@@ -106,7 +108,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
       _det_mod=pyutils.nvv_detect.train _det_opts=(--l2 "${detector_l2}")
       [ "${detector_embed}" = true ] && _det_opts+=(--embed)
     else
-      _det_mod=pyutils.nvv_detect.head _det_opts=(--threads "$(min "${nj}" 2)")
+      _det_mod=pyutils.nvv_detect.head _det_opts=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
       if [ "${detector}" = whisper_yamnet ]; then
         for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz; do
           [ -f "${f}" ] && _det_opts+=(--yamnet-feats "${f}")
@@ -152,6 +154,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     fi
     [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
+    _pack=(); [ "${decode_pack}" = true ] && _pack=(--pack)
     OMP_NUM_THREADS=1 \
     timed espnet_equiv nvv_detect ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
       python -m pyutils.nvv_detect.model detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
@@ -160,7 +163,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
       python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \
         --events "${_dir}/events.jsonl" --threads "${nj}" --jsonl "${_dir}/track1.jsonl" \
         --details "${_dir}/details.jsonl" --text "${_dir}/text" --whisper-cache "${_dir}/whisper_cache.jsonl" \
-        --no-progress ${cascade_args}
+        --no-progress "${_pack[@]}" ${cascade_args}
     log "  ${_dir}/text: $(nlines "${_dir}/text") utterances, $(nlines "${_dir}/events.jsonl") detected events"
     ${decode_cmd} "${_dir}/log/rtf.log" \
       python -m pyutils.asr.timing rtf --logdir "${_logdir}" --utt2dur "${_data}/utt2dur" --json "${_dir}/rtf.json"

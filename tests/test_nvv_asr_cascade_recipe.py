@@ -39,6 +39,9 @@ def run(cmd, cwd, timeout=60):
     (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
     (["--detector", "hmm"], "--detector must be whisper, whisper_yamnet or yamnet, got 'hmm'"),
     (["--detector_layers", "4,7"], "--detector_layers must be encoder blocks 1-6"),
+    (["--detector_heads", "0"], "--detector_heads must be a whole number >= 1, got '0'"),
+    (["--detector_heads", "three"], "--detector_heads must be a whole number >= 1, got 'three'"),
+    (["--decode_pack", "yes"], "--decode_pack expects true or false"),
 ])
 def test_bad_cascade_options_stop_with_one_message(tmp_path, args, text):
     r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path))
@@ -86,7 +89,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     _tiny_corpus(mini)
     rdir = recipe_copy(tmp_path)
     cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--nj", "1", "--detector_real", "false",
-           "--real_speech", "false"]
+           "--real_speech", "false", "--detector_heads", "2", "--decode_pack", "true"]
     r = run(cmd, rdir, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     exp = rdir / "exp" / "asr_cascade_default_en"
@@ -107,9 +110,11 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     assert (exp / "nvv_detector.npz.sha256").read_text().split()[0] == sha256_file(det)
     fd = load_detector(det)
     assert type(fd).__name__ == "FrameDetector" and fd.tags[0] == "breath" and fd.layers == (5,)
+    assert len(fd.heads) == 2                                            # --detector_heads 2: an ensemble
     report = json.loads((exp / "detector_report.json").read_text())
     assert report["detector"] == "whisper_frames" and report["train_utts"] == 3 and report["dev_utts"] == 3
     assert report["train_frames"] == 150 and report["tune_on"] == "all"
+    assert report["heads"] == 2 and report["epochs"] == 100              # 3 utterances: 1 batch, >= 100 steps
     assert "asr_method=cascade" in (exp / "recipe_options.sh").read_text().split()
     assert (exp / "log" / "train_detector.log").is_file()
     # stage 6: events, the Track 1 JSONL and the Kaldi text stage 7 scores
@@ -120,14 +125,19 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     hyp = [json.loads(line) for line in (dec / "track1.jsonl").read_text().splitlines()]
     assert [h["utt_id"] for h in hyp] == ["spk1-test0", "spk1-test1", "spk1-test2"]
     assert len((dec / "text").read_text().splitlines()) == 3
+    details = [json.loads(line) for line in (dec / "details.jsonl").read_text().splitlines()]
+    assert all("decoded packed with 2 other clips" in d["notes"] for d in details)   # --decode_pack true
     # stages 7-8 as for ESPnet
     assert (dec / "score" / "track1.json").is_file()
     assert (rdir / "submission" / "asr_cascade_default_en" / "track1_test.jsonl").is_file()
     assert "Whisper base encoder frames" in (exp / "decode_cascade" / "RESULTS.md").read_text()
-    # a rerun of stages 4-6 skips the features and the fit, and reuses Whisper's words
-    r = run([*cmd[:3], "--stage", "4", "--stop-stage", "6", *cmd[5:]], rdir, timeout=300)
+    # a rerun of stages 4-6 skips the features and the fit; unpacked, Whisper's words are cached
+    r = run([*cmd[:3], "--stage", "4", "--stop-stage", "6", *cmd[5:], "--decode_pack", "false"], rdir, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "wf_corpus_train: done, skipping" in r.stdout and "is fitted, skipping" in r.stdout
+    assert "0 of 3 transcripts reused" in (dec / "logdir" / "asr_inference.cascade.log").read_text()
+    r = run([*cmd[:3], "--stage", "6", "--stop-stage", "6", *cmd[5:], "--decode_pack", "false"], rdir, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
     assert "3 of 3 transcripts reused" in (dec / "logdir" / "asr_inference.cascade.log").read_text()
     # decode_dir with the cascade exp: any format/rate/channels; a broken file gets an empty row
     clips = tmp_path / "clips"

@@ -158,3 +158,75 @@ def test_detect_cli_reads_a_frame_model_and_survives_a_broken_file(tmp_path, cap
     assert rows and {r["utt_id"] for r in rows} == {"a"} and {r["tag"] for r in rows} <= set(TAGS)
     assert all(0 <= r["start"] < r["end"] <= 0.5 + 1e-6 for r in rows)
     assert "b: cannot read audio" in capsys.readouterr().err
+
+
+def _ensemble(n_heads=2, d=512):
+    """An ensemble file's arrays: head 0 as w0..b3, heads j >= 1 as h<j>_w0..h<j>_b3."""
+    arr = _detector(d=d, seed=0)
+    for j in range(1, n_heads):
+        other = _detector(d=d, seed=j)
+        arr.update({f"h{j}_{k}": other[k] for k in other if k[0] in "wb" and k[1:].isdigit()})
+    arr["heads"] = np.int64(n_heads)
+    return arr
+
+
+def test_ensemble_averages_the_heads_posteriors_and_round_trips(tmp_path):
+    x = np.random.default_rng(3).normal(size=(30, 512))
+    ens = FrameDetector(_ensemble(3))
+    assert len(ens.heads) == 3
+    singles = [FrameDetector(_detector(d=512, seed=j)).probs(x) for j in range(3)]
+    assert not np.allclose(singles[0], singles[1], atol=1e-3)       # the heads differ
+    assert np.allclose(ens.probs(x), np.mean(singles, axis=0), atol=1e-6)
+    ens.save(tmp_path / "ens.npz")
+    back = FrameDetector.load(tmp_path / "ens.npz")
+    assert len(back.heads) == 3 and np.allclose(back.probs(x), ens.probs(x), atol=1e-6)
+    bad = _ensemble(3)
+    del bad["h2_b1"]
+    with pytest.raises(DetectorError, match="head 3 of 3: weights h2_w0"):
+        FrameDetector(bad)
+    bad = _ensemble(2)
+    bad["h1_w0"] = bad["h1_w0"][:, :100]                            # a head of another input width
+    with pytest.raises(DetectorError, match="inconsistent"):
+        FrameDetector(bad)
+    bad = _ensemble(2)
+    bad["heads"] = np.int64(0)
+    with pytest.raises(DetectorError, match="heads = 0"):
+        FrameDetector(bad)
+
+
+def test_single_head_file_keeps_its_format(tmp_path):
+    """A file written before ensembles (no ``heads`` array) loads as one head, and one head is saved
+    without ``heads``: old and new single-head files are the same."""
+    arr = _detector(d=512)
+    det = FrameDetector(arr)
+    assert len(det.heads) == 1 and "heads" not in det.arrays()
+    assert sorted(det.arrays()) == sorted(arr)
+    x = np.random.default_rng(4).normal(size=(12, 512))
+    as_ens = FrameDetector({**arr, "heads": np.int64(1)})
+    assert np.allclose(as_ens.probs(x), det.probs(x))
+
+
+def test_train_head_fits_an_ensemble_and_rejects_zero_heads():
+    from pyutils.nvv_detect.head import epochs_per_head, train_head
+
+    rng = np.random.default_rng(0)
+
+    def rows(n):
+        out = []
+        for i in range(n):
+            x = rng.normal(0, 0.3, size=(40, 512)).astype(np.float16)
+            x[10:20, :8] += 3
+            out.append(FrameUtt(f"u{i}", x, [{"tag": "laugh", "start": 10 * FRAME_S, "end": 20 * FRAME_S}]))
+        return out
+
+    tr, dv = ("corpus", (5,), rows(6)), ("corpus", (5,), rows(3))
+    det, rep = train_head([tr], [dv], epochs=1, heads=2, log=lambda m: None, seed=7)
+    assert len(det.heads) == 2 and rep["heads"] == 2 and rep["epochs"] == 1
+    assert not np.allclose(det.heads[0][0][0], det.heads[1][0][0])   # seeds 7 and 1007
+    assert det.probs(np.zeros((5, 512))).shape == (5, 17)
+    with pytest.raises(DetectorError, match="heads and epochs must be >= 1"):
+        train_head([tr], [dv], epochs=1, heads=0, log=lambda m: None)
+    assert [epochs_per_head(n) for n in (1, 2, 3, 5)] == [12, 6, 4, 3]
+    assert epochs_per_head(3, 1524) == 4 and epochs_per_head(3, 144) == 12   # >= 100 steps on a small corpus
+    det, rep = train_head([tr], [dv], heads=2, log=lambda m: None)          # 6 utterances: 1 batch, 100 epochs
+    assert rep["epochs"] == 100 and len(det.heads) == 2

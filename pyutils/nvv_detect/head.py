@@ -26,9 +26,18 @@ Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent
 event F1 (:func:`pyutils.nvv_detect.train.coordinate_ascent`), frames -> runs -> onsets and
 offsets (:func:`pyutils.nvv_detect.events.frame_runs_to_events`).
 
+Ensemble (``--heads N``): N heads fitted alike on the same standardised frames, head ``j`` with
+seed ``seed + 1000 j`` (its own initialisation, dropout and batch order); the detector's
+posteriors are their mean, ``P(k | f) = (1/N) sum_j P_j(k | f)``, and the thresholds are tuned
+on (and applied to) that mean. Averaging lowers the variance one seed's head has (a head that
+misses a whole tag is outvoted by the others). Epochs per head by default ``ceil(EPOCHS / N)``
+(the cost of one head), at least ``MIN_STEPS`` optimiser steps (:func:`epochs_per_head`).
+
 Model file: one ``.npz`` of plain arrays beside ``<file>.sha256`` (``kind`` = ``whisper_frames``,
 ``classes``, ``thresholds``, ``mu``, ``sigma``, ``layers``, ``frame_s``, ``yamnet``, ``feature_ids``,
-``dilations``, ``w0..w3``, ``b0..b3``); loading checks the SHA-256, nothing is unpickled.
+``dilations``, ``w0..w3``, ``b0..b3``; an ensemble adds ``heads`` = N and heads 2..N as
+``h<j>_w0..h<j>_b3``, j = 1..N-1: a file without ``heads`` is one head); loading checks the
+SHA-256, nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from pyutils.nvv_detect.model import DetectorError, load_arrays, readable_audio,
 KIND = "whisper_frames"
 HIDDEN, DILATIONS, KERNELS = 128, (1, 2, 4), (3, 5, 5)
 EPOCHS, BATCH, LR, DROPOUT, WEIGHT_DECAY = 12, 16, 2e-3, 0.2, 1e-4
+HEADS, SEED_STRIDE, MIN_STEPS = 1, 1000, 100
 
 
 def upsample_patches(n_frames: int, starts: np.ndarray, feats: np.ndarray, frame_s: float = FRAME_S,
@@ -94,15 +104,22 @@ class FrameDetector:
         self.feature_ids = arrays["feature_ids"].astype(np.int64)
         self.dilations = tuple(int(d) for d in arrays["dilations"])
         n = len(self.dilations) + 1
-        if any(f"w{i}" not in arrays or f"b{i}" not in arrays for i in range(n)):
-            raise DetectorError(f"{path}: head weights w0..w{n - 1}, b0..b{n - 1} missing")
-        self.w = [arrays[f"w{i}"].astype(np.float32) for i in range(n)]
-        self.b = [arrays[f"b{i}"].astype(np.float32) for i in range(n)]
+        n_heads = int(arrays["heads"]) if "heads" in arrays else 1
+        if n_heads < 1:
+            raise DetectorError(f"{path}: heads = {n_heads}, need >= 1")
+        self.heads: List[Tuple[List[np.ndarray], List[np.ndarray]]] = []
+        for j in range(n_heads):
+            pre = f"h{j}_" if j else ""
+            if any(f"{pre}w{i}" not in arrays or f"{pre}b{i}" not in arrays for i in range(n)):
+                raise DetectorError(f"{path}: head {j + 1} of {n_heads}: weights {pre}w0..{pre}w{n - 1}, "
+                                    f"{pre}b0..{pre}b{n - 1} missing")
+            self.heads.append(([arrays[f"{pre}w{i}"].astype(np.float32) for i in range(n)],
+                               [arrays[f"{pre}b{i}"].astype(np.float32) for i in range(n)]))
         d = 512 * len(self.layers) + len(self.feature_ids) * self.yamnet
         if (self.classes[0] != "none" or self.thresholds.shape != (len(self.classes) - 1,)
-                or self.mu.shape != (d,) or self.sigma.shape != (d,) or self.w[0].shape[1] != d
-                or self.w[-1].shape[0] != len(self.classes) or abs(self.frame_s - FRAME_S) > 1e-9
-                or any(self.w[i + 1].shape[1] != self.w[i].shape[0] for i in range(n - 1))):
+                or self.mu.shape != (d,) or self.sigma.shape != (d,) or abs(self.frame_s - FRAME_S) > 1e-9
+                or any(w[0].shape[1] != d or w[-1].shape[0] != len(self.classes)
+                       or any(w[i + 1].shape[1] != w[i].shape[0] for i in range(n - 1)) for w, _ in self.heads)):
             raise DetectorError(f"{path}: model arrays have inconsistent shapes")
         self._tw = None
 
@@ -120,23 +137,27 @@ class FrameDetector:
                "layers": np.asarray(self.layers, dtype=np.int64), "frame_s": np.float64(self.frame_s),
                "yamnet": np.int64(self.yamnet), "feature_ids": self.feature_ids,
                "dilations": np.asarray(self.dilations, dtype=np.int64)}
-        out.update({f"w{i}": w for i, w in enumerate(self.w)})
-        out.update({f"b{i}": b for i, b in enumerate(self.b)})
+        for j, (ws, bs) in enumerate(self.heads):
+            pre = f"h{j}_" if j else ""
+            out.update({f"{pre}w{i}": w for i, w in enumerate(ws)})
+            out.update({f"{pre}b{i}": b for i, b in enumerate(bs)})
+        if len(self.heads) > 1:
+            out["heads"] = np.int64(len(self.heads))
         return out
 
     def save(self, path) -> None:
         save_arrays(self.arrays(), Path(path))
 
     def probs(self, x: np.ndarray) -> np.ndarray:
-        """(T, K) posteriors of one utterance's input frames ``x`` (T, D)."""
+        """(T, K) posteriors of one utterance's input frames ``x`` (T, D): the mean over the heads."""
         import torch
 
         if self._tw is None:
-            self._tw = ([torch.from_numpy(w) for w in self.w], [torch.from_numpy(b) for b in self.b])
+            self._tw = [([torch.from_numpy(w) for w in ws], [torch.from_numpy(b) for b in bs]) for ws, bs in self.heads]
         z = torch.from_numpy(((np.asarray(x, dtype=np.float32) - self.mu) / self.sigma).T[None].copy())
         with torch.inference_mode():
-            a = forward(*self._tw, z, self.dilations)[0].T
-        return torch.softmax(a, dim=-1).numpy().astype(np.float64)
+            p = sum(torch.softmax(forward(*tw, z, self.dilations)[0].T, dim=-1) for tw in self._tw) / len(self._tw)
+        return p.numpy().astype(np.float64)
 
     def events_of(self, utt: str, x: np.ndarray, thresholds: Optional[np.ndarray] = None) -> List[dict]:
         from pyutils.nvv_detect.events import frame_runs_to_events
@@ -180,19 +201,33 @@ def join_inputs(rows, yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]]
     return out
 
 
+def epochs_per_head(heads: int, n_utts: int = 0, batch: int = BATCH) -> int:
+    """The default epochs of each of ``heads`` heads: ``EPOCHS`` shared, ``ceil(EPOCHS / heads)``,
+    but at least ``MIN_STEPS`` optimiser steps per head, ``ceil(MIN_STEPS / ceil(n_utts / batch))``
+    epochs (a small corpus: the ci preset's 144 utterances give 9 batches, 12 epochs)."""
+    e = max(1, -(-EPOCHS // max(1, heads)))
+    if n_utts > 0:
+        e = max(e, -(-MIN_STEPS // -(-n_utts // batch)))
+    return e
+
+
 def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: int, epochs: int = EPOCHS,
-             hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None
-             ) -> Tuple[list, list, np.ndarray, np.ndarray]:
-    """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays."""
+             hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None,
+             norm: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[list, list, np.ndarray, np.ndarray]:
+    """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays;
+    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble)."""
     import torch
     import torch.nn.functional as F
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    allx = np.concatenate([x for x, _, _ in train])
-    mu = allx.mean(axis=0).astype(np.float32)
-    sigma = (allx.std(axis=0) + 1e-3).astype(np.float32)
-    del allx
+    if norm is None:
+        allx = np.concatenate([x for x, _, _ in train])
+        mu = allx.mean(axis=0).astype(np.float32)
+        sigma = (allx.std(axis=0) + 1e-3).astype(np.float32)
+        del allx
+    else:
+        mu, sigma = norm
     d = len(mu)
     shapes = [(hidden, d, KERNELS[0])] + [(hidden, hidden, k) for k in KERNELS[1:]] + [(n_classes, hidden, 1)]
     ws, bs = [], []
@@ -236,22 +271,26 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
 def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
-               epochs: int = EPOCHS, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0
-               ) -> Tuple[FrameDetector, dict]:
+               epochs: Optional[int] = None, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
+               heads: int = HEADS) -> Tuple[FrameDetector, dict]:
     """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.frames.load`),
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
-    utterance, joined as extra inputs."""
+    utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
+    ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
+    :func:`epochs_per_head`."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
     from pyutils.nvv_detect.train import coordinate_ascent
     from pyutils.tags import challenge_tags
 
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     if threads:
         torch.set_num_threads(threads)
     if not train_sets or not dev_sets:
         raise DetectorError("need at least one training and one dev frames set")
+    if heads < 1 or (epochs is not None and epochs < 1):
+        raise DetectorError(f"heads and epochs must be >= 1, got heads {heads}, epochs {epochs}")
     layers = {s[1] for s in list(train_sets) + list(dev_sets)}
     if len(layers) != 1:
         raise DetectorError(f"frame sets of different encoder blocks: {sorted(layers)}")
@@ -271,21 +310,31 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
         part = join_inputs(rows, yamnet, fids)
         dev += part
         real_ids += [u for u, _, _ in part] if kind == "real" else []
-    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real)")
-    ws, bs, mu, sigma = fit_head(tr, len(classes), epochs, seed=seed, log=log)
+    epochs = epochs or epochs_per_head(heads, len(tr))
+    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real); "
+        f"{heads} head(s) x {epochs} epochs")
+    fitted, norm = {}, None
+    for j in range(heads):
+        if heads > 1:
+            log(f"head {j + 1}/{heads} (seed {seed + SEED_STRIDE * j})")
+        ws, bs, mu, sigma = fit_head(tr, len(classes), epochs, seed=seed + SEED_STRIDE * j, log=log, norm=norm)
+        norm = (mu, sigma)
+        pre = f"h{j}_" if j else ""
+        fitted.update({f"{pre}w{i}": w for i, w in enumerate(ws)})
+        fitted.update({f"{pre}b{i}": b for i, b in enumerate(bs)})
     det = FrameDetector({"kind": np.array(KIND), "classes": np.array(classes),
                          "thresholds": np.full(len(classes) - 1, 0.5), "mu": mu, "sigma": sigma,
                          "layers": np.asarray(next(iter(layers)), dtype=np.int64), "frame_s": np.float64(FRAME_S),
                          "yamnet": np.int64(yamnet is not None), "feature_ids": fids,
                          "dilations": np.asarray(DILATIONS, dtype=np.int64),
-                         **{f"w{i}": w for i, w in enumerate(ws)}, **{f"b{i}": b for i, b in enumerate(bs)}})
+                         "heads": np.int64(heads), **fitted})
     probs = [(u, np.arange(len(x)) * FRAME_S, det.probs(x)[:, 1:]) for u, x, _ in dev]
     ref = {u: ev for u, _, ev in dev}
     det.thresholds, counts = coordinate_ascent(probs, ref, det.tags, frame_runs_to_events, real_ids, tune_on=tune_on)
     report = {"detector": KIND, "layers": list(det.layers), "yamnet": det.yamnet, "train_utts": len(tr),
               "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
-              "real_weight": real_weight, "epochs": epochs, "seed": seed, "tune_on": tune_on,
-              "seconds": round(time.time() - t0, 1),
+              "real_weight": real_weight, "epochs": epochs, "heads": heads, "seed": seed, "tune_on": tune_on,
+              "seconds": round(time.time() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)}, "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
               "dev_micro": [round(v, 3) for v in micro(counts)]}
@@ -323,10 +372,12 @@ def main(argv=None) -> int:
                     help="cached YAMNet features of the same utterances: their logits join the input")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker frames")
-    ap.add_argument("--epochs", type=int, default=EPOCHS)
+    ap.add_argument("--epochs", type=int, help=f"epochs per head (default: {EPOCHS} shared among the heads, "
+                                                 f"ceil({EPOCHS} / heads) each, >= {MIN_STEPS} steps per head)")
     ap.add_argument("--tune-on", choices=("split", "all"), default="all")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order")
+    ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
+    ap.add_argument("--heads", type=int, default=HEADS, help="an ensemble of this many heads, posteriors averaged")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -335,7 +386,7 @@ def main(argv=None) -> int:
     try:
         det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
                                  yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
-                                 a.epochs, a.tune_on, a.threads, seed=a.seed)
+                                 a.epochs, a.tune_on, a.threads, seed=a.seed, heads=a.heads)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write
