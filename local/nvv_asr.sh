@@ -190,6 +190,15 @@ if [ "${test_sets}" = auto ]; then
   if [ "${preset}" = ci ] || [ "${asr_method}" = cascade ]; then test_sets=test; else test_sets="dev test"; fi
 fi
 
+# dumped_test_set SET: 0 when stage 2 dumped SET; 1 (with a warning) when --test_sets auto
+# named a set the corpus does not have; exits when a named set was not dumped.
+dumped_test_set() {
+  if [ ! -f "${dumpdir}/raw/$1/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/$1/wav.scp" ]; then
+    log "  WARNING: no ${datadir}/$1: not decoded"; return 1
+  fi
+  [ -f "${dumpdir}/raw/$1/wav.scp" ] || { echo "$0: ${dumpdir}/raw/$1/wav.scp not found: run stage 2 with --test_sets $1" >&2; exit 1; }
+}
+
 # Real corpora named in db.sh (training data) and the official Track 1 test set.
 _db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)
 if [ "${corpora}" = auto ]; then
@@ -656,10 +665,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ] && [ "${asr_method}" = espnet ]
     _data=${dumpdir}/raw/${dset}
     _dir=${decode_root}/${dset}
     _logdir=${_dir}/logdir
-    if [ ! -f "${_data}/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/${dset}/wav.scp" ]; then
-      log "  WARNING: no ${datadir}/${dset}: not decoded"; continue
-    fi
-    [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
+    dumped_test_set "${dset}" || continue
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
     cp "${inference_config}" "${_dir}/decode_config.yaml"
     _nj=$(min "${inference_nj}" "$(nlines "${_data}/wav.scp")")

@@ -149,10 +149,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     _data=${dumpdir}/raw/${dset}
     _dir=${decode_root}/${dset}
     _logdir=${_dir}/logdir
-    if [ ! -f "${_data}/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/${dset}/wav.scp" ]; then
-      log "  WARNING: no ${datadir}/${dset}: not decoded"; continue
-    fi
-    [ -f "${_data}/wav.scp" ] || { echo "$0: ${_data}/wav.scp not found: run stage 2 with --test_sets ${dset}" >&2; exit 1; }
+    dumped_test_set "${dset}" || continue
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
     _pack=(); [ "${decode_pack}" = true ] && _pack=(--pack)
     OMP_NUM_THREADS=1 \
