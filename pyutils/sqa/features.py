@@ -55,7 +55,7 @@ def windowed_frames(x: np.ndarray) -> np.ndarray:
 def fbank(x: np.ndarray, n_mels: int = 80) -> np.ndarray:
     """(T, n_mels) log-mel features, ``T = 1 + len(x) // 160``."""
     # scipy.fft on the float32 frames and |X|^2 as re^2 + im^2: 2-3x faster than
-    # numpy's rfft and abs()**2 (benchmarks/bench_sqa_fbank.py), equal to float32 rounding
+    # numpy's rfft and abs()**2 (benchmark: `git show 7383fd3:benchmarks/bench_sqa_fbank.py`), equal to float32 rounding
     spec = scipy.fft.rfft(windowed_frames(x), n=NFFT)
     power = spec.real ** 2 + spec.imag ** 2
     mel = power.astype(np.float32) @ _mel_matrix(n_mels).T

@@ -2,7 +2,7 @@
 
 ESPnet's trainer only autocasts on CUDA (``--use_amp``). On a CPU with AMX or AVX512-BF16
 units an update of the small FastSpeech alone runs 1.45x (r=4) to 1.75x (r=2) faster in
-bfloat16 (``benchmarks/tts_update_time.py``, rows ``world_r*_*``); inside the recipe, with
+bfloat16 (``git show dd1cc9d:benchmarks/tts_update_time.py``, rows ``world_r*_*``); inside the recipe, with
 ESPnet's data loading, the saving measured was smaller and not established over a whole
 training (egs/nvv_tts/README.md), so the recipe's default stays float32. This entry point runs the unmodified
 ``espnet2.bin.<task>_train`` with the model's ``forward`` wrapped in
