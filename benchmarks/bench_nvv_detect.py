@@ -13,7 +13,7 @@ centres within 0.5 s, one to one) of the model and of the naive zero-shot mappin
 (AudioSet classes of the tag, threshold 0.5).
 
 ``--cascade-tree DIR``: a checkout holding ``pyutils/asr/cascade.py`` (the Track 1
-cascade; not part of this branch). The cascade runs on the real test set without and
+cascade; ``.`` for this repository). The cascade runs on the real test set without and
 with ``--events`` (the naive mapping's, then the model's events), and ``chorus-score track1`` scores both against
 the set's ``ref.jsonl``.
 """
@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro, prf, write_events  # noqa: E402
 from pyutils.nvv_detect.model import HOP_S, Detector, Features, load_detector, naive_events, naive_probs  # noqa: E402
-from pyutils.nvv_detect.train import corpus_utts, devset_dir_utts  # noqa: E402
+from pyutils.nvv_detect.yamnet_detector import corpus_utts, devset_dir_utts  # noqa: E402
 from pyutils.tags import challenge_tags  # noqa: E402
 
 
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     if isinstance(det, Detector):
         feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
     else:                                   # a Whisper-frame detector; YAMNet still gives the naive mapping
-        from pyutils.nvv_detect.head import FrameFeatures
+        from pyutils.nvv_detect.frame_heads import FrameFeatures
 
         feats, frame_feats = Features(hop_s=HOP_S, context=0), FrameFeatures(det)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
