@@ -689,6 +689,20 @@ def _(d):
     return Expect(prep("smiip_nv", "--src", d / "src", "--out", d / "out"), where=str(d / "src"))
 
 
+@case("prep-deeply_nvv-empty")
+def _(d):
+    (d / "src").mkdir()
+    return Expect(prep("deeply_nvv", "--src", d / "src", "--out", d / "out"), where=str(d / "src"))
+
+
+@case("prep-deeply_nvv-badname")
+def _(d):
+    wav(d / "src" / "dataset" / "coughing" / "AB12_4_1_0_30_0_0_0.wav")
+    wav(d / "src" / "dataset" / "coughing" / "AB12_cough.wav")
+    return Expect(prep("deeply_nvv", "--src", d / "src", "--out", d / "out"),
+                  where=str(d / "src" / "dataset" / "coughing" / "AB12_cough.wav"))
+
+
 @case("prep-qualispeech-empty")
 def _(d):
     (d / "src").mkdir()

@@ -3,8 +3,8 @@
     chorus-prep <corpus> --src DIR --out data/ [--splits a,b] [--unmapped drop_tag|keep_text|drop_utt]
                 [--unknown-label error|drop] [--max-duration 30] [--nj 4] [corpus options]
 
-Corpora: track1_test nvbench emilia_nv nonverbaltts nonverbalspeech38k mnv17 smiip_nv generic
-qualispeech vlsp_vc. Layouts and outputs: pyutils/corpora/README.md.
+Corpora: track1_test nvbench emilia_nv nonverbaltts nonverbalspeech38k mnv17 smiip_nv deeply_nvv
+generic qualispeech vlsp_vc. Layouts and outputs: pyutils/corpora/README.md.
 Exit status 0 ok, 2 bad input (one line ``file:line: message``).
 """
 
@@ -23,7 +23,7 @@ from .common import PrepError
 from .prep import Options
 
 CORPORA = ("track1_test", "nvbench", "emilia_nv", "nonverbaltts", "nonverbalspeech38k", "mnv17", "smiip_nv",
-           "generic", "qualispeech", "vlsp_vc")
+           "deeply_nvv", "generic", "qualispeech", "vlsp_vc")
 
 
 def _common(p: argparse.ArgumentParser, nvv: bool = True) -> None:
@@ -86,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("--dev-speakers", default="", help="comma-separated speakers for dev")
     p.add_argument("--test-speakers", default="", help="comma-separated speakers for test")
+    p = sub.add_parser("deeply_nvv", help="Deeply Nonverbal Vocalization Dataset (OpenSLR 99) "
+                       "dataset/<class>/<speaker>_....wav, split by speaker")
+    _common(p)
+    p.add_argument("--speaker-split", default="70,10,20",
+                   help="train,dev,test shares of the speakers (by a hash of the speaker id)")
+    p.add_argument("--untagged", choices=("drop", "keep"), default="drop",
+                   help="the six classes without a challenge tag: drop them (counted), or keep "
+                        "them as negatives in <split>_none/ (no text)")
     p = sub.add_parser("generic", help="any TSV/CSV/JSONL manifest, or a headerless "
                        "audio<TAB>text list, of audio + tagged text")
     _common(p)
@@ -148,6 +156,9 @@ def run(args: argparse.Namespace) -> list:
         from . import smiip_nv
         return smiip_nv.prepare(args.src, opts, splits, _split_list(args.dev_speakers) or (),
                                 _split_list(args.test_speakers) or ())
+    if c == "deeply_nvv":
+        from . import deeply_nvv
+        return deeply_nvv.prepare(args.src, opts, splits, args.speaker_split, args.untagged)
     if c == "generic":
         from . import generic
         return generic.prepare(args.src, opts, splits, args.label_map, args.lang,
