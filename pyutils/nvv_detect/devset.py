@@ -12,7 +12,7 @@ base's transcript (faster-whisper int8, greedy, word timestamps), stored in that
 NVVs: the recorded clips of ``tools/models/nvv_bank`` of the same split (``dev`` or
 ``test``; talker groups disjoint from ``train``, see :mod:`pyutils.synth.nvv_bank`), i.e.
 laugh, cough, moan, hum and gasp. No other tag has a recording, so no other tag is in
-these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.train`)
+these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.yamnet_detector`)
 cycles through all 16 tags with :func:`pyutils.synth.nvv_bank.event_sound`: a bank train
 clip (speed-perturbed) where the bank has the tag, the generated sound otherwise.
 
@@ -32,6 +32,12 @@ Output (a Kaldi data dir): ``wav/<utt>.wav`` (16 kHz PCM16), ``wav.scp``, ``text
 ``{"utt_id", "language": "en", "text_with_nvvs"}``, scored by ``chorus-score track1``),
 ``events.jsonl`` (ground truth in the detector's form ``{"utt_id", "tag", "start", "end",
 "clip"}``). All files are written to a temporary dir, then renamed into place.
+
+``--clips-from PREP`` (a user's corpus, e.g. ``chorus-prep deeply_nvv``; ``db.sh``
+``DEEPLY_NVV``): the NVVs are that corpus's clips of the same split (its speakers), cut
+to their event spans, spliced in the same way (:func:`build_with_clips`), for train too:
+
+    python -m pyutils.nvv_detect.devset --split train --clips-from data/deeply_nvv --out data/deeply_real_train
 """
 
 from __future__ import annotations
@@ -208,6 +214,70 @@ def build(split: str, variants: int = 6) -> List[dict]:
     return utts
 
 
+def prep_clips(prep: Path, split: str) -> List[dict]:
+    """NVV clips of a ``chorus-prep`` output with event spans (``chorus-prep deeply_nvv``: one clip,
+    one event): ``[{"clip_id", "tag", "audio"}]`` of ``PREP/<split>``, each cut to its event span
+    (``PREP/events/<split>.jsonl``), 16 kHz mono, sorted by id."""
+    from pyutils.synth.nvv_bank import decode
+
+    prep = Path(prep)
+    scp_path, evp = prep / split / "wav.scp", prep / "events" / f"{split}.jsonl"
+    if not scp_path.is_file() or not evp.is_file():
+        raise DevsetError(f"{prep}: no {split}/wav.scp or events/{split}.jsonl (run chorus-prep first)")
+    scp = dict(ln.split(" ", 1) for ln in scp_path.read_text(encoding="utf-8").splitlines() if " " in ln)
+    clips = []
+    for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            row = json.loads(line)
+            utt, evs, path = row["utt_id"], row["events"], scp[row["utt_id"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise DevsetError(f"{evp}:{n}: bad events row or utterance not in {scp_path} ({e})") from None
+        if len(evs) != 1:
+            continue
+        if path.endswith("|"):
+            raise DevsetError(f"{scp_path}: {utt}: a pipe; the clips must be 16 kHz mono files")
+        x = decode(Path(path).read_bytes(), SR).astype(np.float64)
+        x = x[max(0, int(evs[0]["start"] * SR)):int(evs[0]["end"] * SR)]
+        if len(x) >= SR // 10:
+            clips.append({"clip_id": utt, "tag": evs[0]["tag"], "audio": x - x.mean()})
+    if not clips:
+        raise DevsetError(f"{evp}: no clip with one event")
+    return sorted(clips, key=lambda c: c["clip_id"])
+
+
+def build_with_clips(split: str, clips: List[dict], variants: int = 0, prefix: str = "deeply") -> List[dict]:
+    """Like :func:`build`'s dev/test construction, with ``clips`` (:func:`prep_clips`) for the NVVs of
+    any split: the real-speech segments of ``split``, variant 0 without an event, the others 1-2
+    clips each in a permuted order, pauses alone as in :func:`build`. ``variants`` 0: as many
+    variants as it takes to use every clip once (the last variant wraps round)."""
+    if split not in SPLITS:
+        raise DevsetError(f"split must be one of {SPLITS}, got {split!r}")
+    if not clips:
+        raise DevsetError(f"no clips for the {split} set")
+    rng = np.random.default_rng(SEEDS[split] + 1000)
+    order = list(rng.permutation(len(clips)))
+    segs = segments(split)
+    nxt, v, utts = 0, 0, []
+    while (v < variants) if variants else (v == 0 or nxt < len(clips)):
+        for seg_id, x, words in segs:
+            n_ev = 0 if v == 0 else int(rng.integers(1, 3))
+            inserts = []
+            for _ in range(n_ev):
+                c = clips[order[nxt % len(order)]]
+                inserts.append((int(rng.integers(0, len(words) + 1)), c["tag"], c["audio"], c["clip_id"]))
+                nxt += 1
+            for _ in range(2 if v == 0 else 1):
+                inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
+            y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
+            real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
+            for ev, r in zip(events, real):
+                ev["clip"] = r[3]
+            utts.append({"utt_id": f"{prefix}_{split}_{seg_id}_v{v:03d}", "spk": f"nvvreal_{seg_id.split('_')[0]}",
+                         "audio": y, "events": events, "text": text})
+        v += 1
+    return utts
+
+
 def write(utts: List[dict], out: Path) -> None:
     """Kaldi data dir + ref.jsonl + events.jsonl, written to a temp dir and renamed."""
     import soundfile as sf
@@ -239,12 +309,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", choices=SPLITS, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--variants", type=int, default=6, help="utterances per speech segment (first: no event)")
+    ap.add_argument("--variants", type=int, default=None,
+                    help="utterances per speech segment (first: no event); default 6, with --clips-from "
+                         "as many as use every clip once")
+    ap.add_argument("--clips-from", type=Path, default=None,
+                    help="take the NVVs from a chorus-prep output with event spans (chorus-prep deeply_nvv): "
+                         "the clips of its --split, for any split (train included)")
     a = ap.parse_args(argv)
     from pyutils.synth.nvv_bank import BankError
 
     try:
-        utts = build(a.split, a.variants)
+        if a.clips_from:
+            utts = build_with_clips(a.split, prep_clips(a.clips_from, a.split), a.variants or 0)
+        else:
+            utts = build(a.split, 6 if a.variants is None else a.variants)
         write(utts, a.out)
     except (DevsetError, BankError, OSError) as e:
         print(f"nvv_detect.devset: error: {e}", file=sys.stderr)

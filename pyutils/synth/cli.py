@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="with --nvv-sounds bank: draw the tags the bank has (5 of 16) N times as "
                                 "often as the others (default 4: 65%% of the events recorded; 1: all 16 tags equally "
                                 "often, 31%% recorded; pyutils/synth/README.md)")
+            p.add_argument("--nvv-bank-extra", action="append", default=[], metavar="DIR",
+                           help="with --nvv-sounds bank: an extra bank of recorded clips (python -m "
+                                "pyutils.synth.nvv_bank from-prep, e.g. the train speakers of chorus-prep "
+                                "deeply_nvv); its clips join the bank's of the same tag and split")
             p.add_argument("--voices", choices=["bank", "espeak"], default="bank",
                            help="bank: neural voices where the voice bank has them (English: piper + "
                                 "Kokoro, pyutils/synth/voice_bank.py; installed by make -C tools voices), "
@@ -129,6 +133,10 @@ def identity(args) -> dict:
         from pyutils.synth.nvv_bank import manifest_digest
 
         ident["nvv_bank"] = manifest_digest()
+        if getattr(args, "nvv_bank_extra", None):
+            from pyutils.synth.nvv_bank import extra_digest
+
+            ident["nvv_bank_extra"] = [extra_digest(d) for d in args.nvv_bank_extra]
     return ident
 
 
@@ -314,6 +322,9 @@ def main(argv=None) -> int:
         except LanguageNotSupported as e:
             print(f"chorus-synth: error: {e}", file=sys.stderr)
             return 2
+        if args.nvv_sounds == "generated" and args.nvv_bank_extra:
+            print("chorus-synth nvv: error: --nvv-bank-extra needs --nvv-sounds bank", file=sys.stderr)
+            return 2
         if args.nvv_sounds == "generated" and args.nvv_bank_weight not in (None, 1):
             print("chorus-synth nvv: error: --nvv-bank-weight needs --nvv-sounds bank", file=sys.stderr)
             return 2
@@ -322,6 +333,11 @@ def main(argv=None) -> int:
 
             try:
                 load_index()
+                if args.nvv_bank_extra:
+                    from pyutils.synth.nvv_bank import load_extra
+
+                    for d in args.nvv_bank_extra:
+                        load_extra(d)
             except BankError as e:
                 print(f"chorus-synth nvv: error: {e}", file=sys.stderr)
                 return 2

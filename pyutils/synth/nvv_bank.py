@@ -38,6 +38,12 @@ utterance's split is a clip drawn uniformly from that split, peak-normalised lik
 the generated sounds (``nvv_sounds.PEAK_DB`` +-4 dB) and, in train only, resampled
 by a random speed factor in [0.92, 1.08] (pitch and tempo together); any other tag
 keeps the generated sound (``source: generated``).
+
+Extra banks (``chorus-synth nvv --nvv-bank-extra DIR``): clips of a user's corpus with event
+spans, e.g. the train speakers of ``chorus-prep deeply_nvv`` (``python -m
+pyutils.synth.nvv_bank from-prep --prep data/deeply_nvv --out corpus/deeply_nvv/bank``),
+built under the recipe's own dir and never shipped; their clips join the bank's clips of
+the same tag and split (:func:`build_from_prep`, :func:`event_sound`).
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ import zipfile
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -375,15 +381,18 @@ def _clip_audio(wav: str) -> np.ndarray:
 
 
 def event_sound(tag: str, split: str, rng: np.random.Generator, sr: int = SAMPLE_RATE,
-                bank_dir: Optional[str] = None) -> Tuple[np.ndarray, dict]:
+                bank_dir: Optional[str] = None, extra: Sequence[str] = ()) -> Tuple[np.ndarray, dict]:
     """Audio of one event and its provenance (``source: recorded|generated``).
 
-    A recorded clip of ``tag`` from ``split`` when the bank has one, else the generated
+    A recorded clip of ``tag`` from ``split`` when the bank (or an ``extra`` bank,
+    :func:`build_from_prep`) has one, drawn uniformly from all of them, else the generated
     sound of :func:`pyutils.synth.nvv_sounds.synthesize`.
     """
     from pyutils.synth.nvv_sounds import PEAK_DB, synthesize
 
-    clips = load_index(bank_dir).get((tag, split), [])
+    clips = list(load_index(bank_dir).get((tag, split), []))
+    for d in extra:
+        clips += load_extra(d).get((tag, split), [])
     if not clips:
         return synthesize(tag, rng, sr), {"source": "generated"}
     clip = clips[int(rng.integers(len(clips)))]
@@ -407,8 +416,108 @@ def event_sound(tag: str, split: str, rng: np.random.Generator, sr: int = SAMPLE
     return y, prov
 
 
-def bank_tags(split: str = "test", bank_dir: Optional[str] = None) -> List[str]:
-    return sorted({t for (t, s) in load_index(bank_dir) if s == split})
+def bank_tags(split: str = "test", bank_dir: Optional[str] = None, extra: Sequence[str] = ()) -> List[str]:
+    tags = {t for (t, s) in load_index(bank_dir) if s == split}
+    for d in extra:
+        tags |= {t for (t, s) in load_extra(d) if s == split}
+    return sorted(tags)
+
+
+# ------------------------------------------------------------------ extra banks (a user's corpus)
+EXTRA_DIGEST = "BANK_DIGEST"
+
+
+def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
+                    licence: str = "CC BY-NC-ND 4.0", source: str = "deeply_nvv") -> Dict[str, int]:
+    """An extra bank from a ``chorus-prep`` output with event spans (``chorus-prep deeply_nvv``):
+    every utterance of ``splits`` with exactly one event is one clip, cut to the event span
+    (``PREP/events/<split>.jsonl``), decoded to 16 kHz mono, in that split, talker = its speaker.
+    Writes ``OUT/<clip_id>.wav``, ``OUT/index.jsonl`` (the columns of the installed bank) and
+    ``OUT/BANK_DIGEST`` (SHA-256 of ``index.jsonl``). Built under a recipe's own dir from a
+    user's copy of the corpus, never shipped. Returns clips per tag."""
+    from pyutils.synth.audio import write_wav
+
+    prep, counts = Path(prep), defaultdict(int)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_dir(out) as tmp:
+        index = []
+        for split in splits:
+            d, evp = prep / split, prep / "events" / f"{split}.jsonl"
+            if not (d / "wav.scp").is_file() or not evp.is_file():
+                raise BankError(f"{prep}: no {split}/wav.scp or events/{split}.jsonl (run chorus-prep first)")
+            scp = _read_kv(d / "wav.scp")
+            spk = _read_kv(d / "utt2spk")
+            for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
+                try:
+                    row = json.loads(line)
+                    utt, evs = row["utt_id"], row["events"]
+                    path = scp[utt]
+                except (ValueError, KeyError, TypeError) as e:
+                    raise BankError(f"{evp}:{n}: bad events row or utterance not in wav.scp ({e})") from None
+                if path.endswith("|"):
+                    raise BankError(f"{d / 'wav.scp'}: {utt}: a pipe; an extra bank reads 16 kHz mono files")
+                if len(evs) != 1:
+                    continue
+                ev = evs[0]
+                b = Path(path).read_bytes()
+                x = decode(b)
+                a, z = int(ev["start"] * SAMPLE_RATE), int(ev["end"] * SAMPLE_RATE)
+                x = x[max(0, a):min(len(x), z)]
+                if len(x) < SAMPLE_RATE // 10:
+                    continue
+                clip_id = f"{source}-{utt}"
+                wav = tmp / f"{clip_id}.wav"
+                write_wav(wav, x, SAMPLE_RATE)
+                index.append({"clip_id": clip_id, "tag": ev["tag"], "split": split,
+                              "talker": f"{source}:{spk.get(utt, utt)}", "package": source, "version": "",
+                              "licence": licence, "path": path, "sha256": sha256_bytes(b),
+                              "wav_sha256": hashlib.sha256(wav.read_bytes()).hexdigest(), "yamnet_score": ""})
+                counts[ev["tag"]] += 1
+        if not index:
+            raise BankError(f"{prep}: no clip with one event in the splits {', '.join(splits)}")
+        text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in index)
+        (tmp / "index.jsonl").write_text(text, encoding="utf-8")
+        (tmp / EXTRA_DIGEST).write_text(hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")
+    return dict(sorted(counts.items()))
+
+
+def _read_kv(path: Path) -> Dict[str, str]:
+    return dict(ln.split(" ", 1) for ln in path.read_text(encoding="utf-8").splitlines() if " " in ln)
+
+
+def extra_digest(d: str) -> str:
+    f = Path(d) / EXTRA_DIGEST
+    if not f.is_file():
+        raise BankError(f"{d}: not an extra NVV bank (no {EXTRA_DIGEST}); build one with "
+                        f"`python -m pyutils.synth.nvv_bank from-prep`")
+    return f.read_text().strip()[:16]
+
+
+def load_extra(d: str) -> Dict[Tuple[str, str], List[dict]]:
+    """(tag, split) -> clips of an extra bank (:func:`build_from_prep`), every file checked."""
+    return _load_extra(str(Path(d).resolve()))
+
+
+@lru_cache(maxsize=4)
+def _load_extra(d: str) -> Dict[Tuple[str, str], List[dict]]:
+    path = Path(d)
+    want = extra_digest(d)
+    text = (path / "index.jsonl").read_text(encoding="utf-8") if (path / "index.jsonl").is_file() else ""
+    if hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] != want:
+        raise BankError(f"{path / 'index.jsonl'} is missing or changed ({EXTRA_DIGEST} differs); build the bank again")
+    out: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
+    for line in text.splitlines():
+        row = json.loads(line)
+        row["wav"] = str(path / f"{row['clip_id']}.wav")
+        try:
+            ok = hashlib.sha256(Path(row["wav"]).read_bytes()).hexdigest() == row["wav_sha256"]
+        except OSError:
+            ok = False
+        if not ok:
+            raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
+                            f"build the bank again")
+        out[(row["tag"], row["split"])].append(row)
+    return dict(out)
 
 
 def main(argv=None) -> int:
@@ -419,8 +528,21 @@ def main(argv=None) -> int:
     i = sub.add_parser("install", help=f"check + decode the clips of the manifest ({INSTALL_TARGET})")
     i.add_argument("--out", default=str(default_dir()))
     i.add_argument("--manifest", default=str(MANIFEST))
+    f = sub.add_parser("from-prep", help="an extra bank (chorus-synth nvv --nvv-bank-extra) from a chorus-prep "
+                       "output with events/<split>.jsonl, e.g. chorus-prep deeply_nvv")
+    f.add_argument("--prep", required=True, help="the chorus-prep --out dir")
+    f.add_argument("--out", required=True, help="the bank dir (under the recipe's own dir; never shipped)")
+    f.add_argument("--splits", default="train", help="comma-separated splits whose clips go in (default train)")
+    f.add_argument("--licence", default="CC BY-NC-ND 4.0", help="the corpus licence, kept in index.jsonl")
+    f.add_argument("--source", default="deeply_nvv", help="corpus name: clip id prefix and package column")
     a = ap.parse_args(argv)
     try:
+        if a.cmd == "from-prep":
+            counts = build_from_prep(Path(a.prep), Path(a.out), [s for s in a.splits.split(",") if s],
+                                     a.licence, a.source)
+            print(f"nvv_bank: {sum(counts.values())} clips -> {a.out} ("
+                  + ", ".join(f"{k}: {v}" for k, v in counts.items()) + ")")
+            return 0
         if a.cmd == "manifest":
             rows = build_manifest()
             write_manifest(rows, Path(a.out))

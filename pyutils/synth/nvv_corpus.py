@@ -20,7 +20,8 @@ event, exactly as the Track 1 evaluator counts them.
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from pathlib import Path
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -45,7 +46,7 @@ KIND_ID = 11
 
 def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
          nvv_sounds: str = "generated", bank_weight: int = 1, voice_source: str = "bank",
-         speech_cache: str | None = None) -> List[dict]:
+         speech_cache: str | None = None, bank_extra: Sequence[str] = ()) -> List[dict]:
     """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
 
     ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
@@ -56,6 +57,8 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
     ``voice_source``: ``bank`` (neural voices where the voice bank has them,
     :mod:`pyutils.synth.voice_bank`) or ``espeak`` (espeak-ng/flite only, the old corpora);
     ``speech_cache``: directory where neural renderings are reused (None: no cache).
+    ``bank_extra``: extra bank dirs (bank only, :func:`pyutils.synth.nvv_bank.build_from_prep`)
+    whose clips join the bank's.
     """
     from pyutils.synth.langs import require
 
@@ -75,7 +78,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
         if nvv_sounds == "bank" and bank_weight > 1:
             from pyutils.synth.nvv_bank import bank_tags
 
-            have = set(bank_tags(split))
+            have = set(bank_tags(split, extra=bank_extra))
             deck += [t for t in tags if t in have] * (bank_weight - 1)
         for i in range(n):
             sentence = pools[split][i % len(pools[split])]
@@ -105,7 +108,9 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
             items.append({"kind": "nvv", "utt_id": f"{v['id']}-{split}-{i:05d}", "split": split,
                           "lang": lang, "spk": v["id"], "voice": v, "sentence": sentence,
                           "units": units, "events": evs, "seed": [seed, KIND_ID, 1, gidx],
-                          **({"nvv_sounds": "bank"} if nvv_sounds == "bank" else {})})
+                          **({"nvv_sounds": "bank"} if nvv_sounds == "bank" else {}),
+                          **({"nvv_bank_extra": [str(Path(d).resolve()) for d in bank_extra]}
+                             if nvv_sounds == "bank" and bank_extra else {})})
             if speech_cache and v["engine"] in NEURAL_ENGINES:
                 items[-1]["speech_cache"] = speech_cache
             gidx += 1
@@ -171,7 +176,8 @@ def render(item: dict, out_dir: str) -> dict:
             if item.get("nvv_sounds") == "bank":
                 from pyutils.synth.nvv_bank import event_sound
 
-                x, prov = event_sound(events[val]["tag"], item["split"], rng, sr)
+                x, prov = event_sound(events[val]["tag"], item["split"], rng, sr,
+                                      extra=item.get("nvv_bank_extra", ()))
             else:
                 x, prov = synthesize(events[val]["tag"], rng, sr), {"source": "generated"}
             spans.append((val, pos, pos + len(x), prov))
@@ -231,7 +237,7 @@ def plan_from_args(args) -> List[dict]:
     p = sizes_from_args(args)
     items = plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),
                  getattr(args, "nvv_bank_weight", 1), getattr(args, "voices", "bank"),
-                 cache_dir_from_args(args))
+                 cache_dir_from_args(args), getattr(args, "nvv_bank_extra", None) or ())
     check_engines([it["voice"] for it in items])   # a missing voice package: one message, before any work
     return items
 
