@@ -3,13 +3,13 @@
     PYTHONPATH=$PWD tools/venv/bin/python benchmarks/bench_cascade_detector.py --corpus CORPUS --lang en \\
         --work bench_out/cascade_det_en [--md table.md] [--variants base,embed,...]
 
-Once per set (cached under ``--work``): YAMNet features (:mod:`pyutils.nvv_detect.features`) of
+Once per set (cached under ``--work``): YAMNet features (:mod:`pyutils.nvv_detect.yamnet_features`) of
 the corpus train/dev/test splits and of the real-NVV train/dev/test sets
 (:mod:`pyutils.nvv_detect.devset`: English talkers; their train/dev sets are used for both
 languages, as stage 4 of the recipe does), and one frozen-Whisper decoding of each test set
 without events (``pyutils.asr.cascade --details``: words with times and the NVVs Whisper
 wrote as text). Per variant the detector is fitted as stage 5 fits it
-(:func:`pyutils.nvv_detect.train.train_sets`), its events on each test set are merged with the
+(:func:`pyutils.nvv_detect.yamnet_detector.train_sets`), its events on each test set are merged with the
 text events and placed on the cached words as ``pyutils.asr.cascade`` does
 (:func:`pyutils.asr.nvv_words.merge_events`, :func:`pyutils.asr.placement.tagged_transcript`),
 and the Track 1 scorer scores the result; event F1 (:func:`pyutils.nvv_detect.events.match_counts`)
@@ -35,9 +35,9 @@ import numpy as np  # noqa: E402
 
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro  # noqa: E402
-from pyutils.nvv_detect.features import compute, load, save  # noqa: E402
-from pyutils.nvv_detect.model import Features  # noqa: E402
-from pyutils.nvv_detect.train import devset_dir_utts, iter_corpus_utts, real_train_utts, train_sets  # noqa: E402
+from pyutils.nvv_detect.utt_sources import devset_dir_utts, iter_corpus_utts, real_train_utts  # noqa: E402
+from pyutils.nvv_detect.yamnet_detector import train_sets  # noqa: E402
+from pyutils.nvv_detect.yamnet_features import Features, compute, load, save  # noqa: E402
 
 VARIANTS = {
     # name: (train sets, train_sets kwargs)
@@ -48,7 +48,7 @@ VARIANTS = {
     "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
                                                            {"embed": True, "l2": 0.1, "tune_on": "all"}),
 }
-#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.head): name -> YAMNet logits beside the frames
+#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.frame_heads): name -> YAMNet logits beside the frames
 FRAME_VARIANTS = {"Whisper-frame head": False, "Whisper + YAMNet frame head": True}
 
 
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the Whisper-frame heads fitted here")
     ap.add_argument("--heads", type=int, default=1, help="heads of the Whisper-frame ensembles fitted here")
     ap.add_argument("--epochs", type=int, default=0, help="epochs per Whisper-frame head (0: the module's default, "
-                                                                 "pyutils.nvv_detect.head.epochs_per_head)")
+                                                                 "pyutils.nvv_detect.frame_heads.epochs_per_head)")
     ap.add_argument("--frame-model", type=Path, help="a fitted Whisper-frame detector (e.g. the recipe's stage 5 "
                                                      "nvv_detector.npz, fitted on the same sets) used as the "
                                                      "'Whisper-frame head' row instead of fitting it again")
@@ -158,11 +158,11 @@ def main(argv=None) -> int:
     for name in ["no detector"] + names:
         cells = []
         if name in FRAME_VARIANTS:
-            from pyutils.nvv_detect.head import join_inputs, train_head
+            from pyutils.nvv_detect.frame_heads import join_inputs, train_head
 
             y = yam if FRAME_VARIANTS[name] else None
             if a.frame_model and not FRAME_VARIANTS[name]:
-                from pyutils.nvv_detect.head import FrameDetector
+                from pyutils.nvv_detect.frame_heads import FrameDetector
 
                 det = FrameDetector.load(a.frame_model)
             else:
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
             if name in FRAME_VARIANTS:
                 ev = {u: det.events_of(u, x) for u, x, _ in join_inputs(wsets[set_name][2], y, det.feature_ids)}
             elif name != "no detector":
-                from pyutils.nvv_detect.train import model_features
+                from pyutils.nvv_detect.yamnet_detector import model_features
 
                 for (u, t, f, _), r in zip(model_features(rws, det.feature_ids, det.context, det.embed), rws):
                     ev[u] = det.events(u, t, f, r.naive.astype(np.float64))

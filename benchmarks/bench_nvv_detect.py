@@ -33,8 +33,10 @@ sys.path.insert(0, str(REPO))
 
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro, prf, write_events  # noqa: E402
-from pyutils.nvv_detect.model import HOP_S, Detector, Features, load_detector, naive_events, naive_probs  # noqa: E402
-from pyutils.nvv_detect.yamnet_detector import corpus_utts, devset_dir_utts  # noqa: E402
+from pyutils.nvv_detect.detect import load_detector  # noqa: E402
+from pyutils.nvv_detect.utt_sources import corpus_utts, devset_dir_utts  # noqa: E402
+from pyutils.nvv_detect.yamnet_detector import Detector  # noqa: E402
+from pyutils.nvv_detect.yamnet_features import HOP_S, Features, naive_events, naive_probs  # noqa: E402
 from pyutils.tags import challenge_tags  # noqa: E402
 
 

@@ -69,8 +69,8 @@ asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or -
                          # cascade: frozen Whisper base text + an NVV detector fitted on the corpus, tags
                          # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
 detector=whisper         # cascade: the NVV detector: whisper (a conv head on frozen Whisper base encoder frames,
-                         # pyutils.nvv_detect.head) | whisper_yamnet (the same with YAMNet logits beside the frames)
-                         # | yamnet (softmax regression on YAMNet patches, pyutils.nvv_detect.train)
+                         # pyutils.nvv_detect.frame_heads) | whisper_yamnet (the same with YAMNet logits beside the frames)
+                         # | yamnet (softmax regression on YAMNet patches, pyutils.nvv_detect.yamnet_detector)
 detector_layers=5        # cascade, --detector whisper*: the encoder blocks whose states the head reads
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
@@ -81,7 +81,7 @@ detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector
 detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
                          # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
-detector_args=           # cascade: extra arguments of pyutils.nvv_detect.head / .train (e.g. "--real-weight 8")
+detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads / .yamnet_detector (e.g. "--real-weight 8")
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached
 cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--model DIR")
@@ -329,9 +329,31 @@ log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" 
 
 # ---------------------------------------------------------------- stage 0
 _mini_given=false
-if [ -n "${mini_dir}" ]; then _mini_given=true; else mini_dir=${corpus_dir}/nvv_${lang}_${preset}; fi
+if [ -n "${mini_dir}" ]; then _mini_given=true; else mini_dir=${corpus_dir}/nvv_${lang}_${preset}${DEEPLY_NVV:+_deeply}; fi
+# Deeply NVV (db.sh DEEPLY_NVV, read only when set): chorus-prep deeply_nvv -> ${_deeply}
+# (split by speaker), its train speakers' clips an extra NVV bank of the mini corpus
+# (${_deeply}/bank_train); the cascade's stage 4 splices its train/dev clips into real speech.
+_deeply=${corpus_dir}/deeply_nvv
 if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
   _cur_stage=0; stage_begin 0 "corpus"
+  if [ -n "${DEEPLY_NVV:-}" ]; then
+    [ -d "${DEEPLY_NVV}" ] || { echo "$0: DEEPLY_NVV=${DEEPLY_NVV} (db.sh) is not a directory" >&2; exit 1; }
+    if stage_done "${_deeply}/.prep.done" --sig "${DEEPLY_NVV}"; then
+      log "stage 0: Deeply NVV ${_deeply} done, skipping"
+    else
+      log "stage 0: Deeply NVV ${DEEPLY_NVV} -> ${_deeply} (chorus-prep deeply_nvv; train speakers -> ${_deeply}/bank_train)"
+      utils/run.pl "${expdir}/log/prep_deeply_nvv.log" \
+        chorus-prep deeply_nvv --src "${DEEPLY_NVV}" --out "${_deeply}" --nj "${nj}"
+      utils/run.pl "${expdir}/log/bank_deeply_nvv.log" \
+        python -m pyutils.synth.nvv_bank from-prep --prep "${_deeply}" --out "${_deeply}/bank_train" --splits train
+      grep -h '^nvv_bank: ' "${expdir}/log/bank_deeply_nvv.log" | sed 's/^/  /'
+      stage_mark "${_deeply}/.prep.done" --sig "${DEEPLY_NVV}" $(find "${_deeply}" -type f ! -name '.*' \
+        ! -name '*.log' ! -path '*/real_*' | LC_ALL=C sort)
+    fi
+    if [ "${use_mini}" = true ] && [ "${_mini_given}" = false ]; then
+      synth_opts+=" --nvv-bank-extra ${_deeply}/bank_train"
+    fi
+  fi
   if [ "${use_mini}" = true ]; then
     log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
     if [ "${_mini_given}" = true ]; then

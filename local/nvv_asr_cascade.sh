@@ -3,16 +3,18 @@
 #   3 not used (Whisper keeps its own tokens; tags are placed by time, not decoded)
 #   4 features of the detector's sets: the mini corpus's train (first --detector_train_utts)
 #     and dev splits (exact event times: CORPUS/events/<split>.jsonl), the real-NVV train/dev
-#     sets of pyutils.nvv_detect.devset when installed; --detector whisper: frozen Whisper
-#     encoder frames (pyutils.nvv_detect.frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
-#     patches (pyutils.nvv_detect.features, feats/<set>.<part>.npz), whisper_yamnet: both
+#     sets of pyutils.nvv_detect.devset when installed, with DEEPLY_NVV in db.sh the Deeply NVV
+#     clips of its train/dev speakers spliced the same way (<corpus_dir>/deeply_nvv/real_{train,dev},
+#     feature sets deeply_{train,dev}); --detector whisper: frozen Whisper
+#     encoder frames (pyutils.nvv_detect.whisper_frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
+#     patches (pyutils.nvv_detect.yamnet_features, feats/<set>.<part>.npz), whisper_yamnet: both
 #     (--nj jobs per set; verified markers)
-#   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.head;
-#     yamnet: pyutils.nvv_detect.train, also per-tag sources)
+#   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads;
+#     yamnet: pyutils.nvv_detect.yamnet_detector, also per-tag sources)
 #     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
 #     with real corpora (db.sh: no event times) and no real-NVV sets: the shipped detector;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
-#   6 per test set: detector events (pyutils.nvv_detect.model detect) -> frozen Whisper base
+#   6 per test set: detector events (pyutils.nvv_detect.detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
 #     <decode_root>/<set>/{events.jsonl,track1.jsonl,details.jsonl,text}, RTF; --decode_pack true
 #     (default): clips of <= 10 s several to one 30 s Whisper window (cascade --pack); false: one
@@ -36,8 +38,8 @@ fi
 # ---------------------------------------------------------------- stage 4
 # feats_set NAME SIG ARGS...: YAMNet features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz;
 # frames_set NAME SIG ARGS...: Whisper-encoder frames (--detector whisper*), ${_featdir}/wf_NAME.<part>.npz.
-feats_set() { _cached_set "$1" "$2" pyutils.nvv_detect.features "${@:3}"; }
-frames_set() { _cached_set "wf_$1" "$2 layers=${detector_layers}" pyutils.nvv_detect.frames "${@:3}" --layers "${detector_layers}"; }
+feats_set() { _cached_set "$1" "$2" pyutils.nvv_detect.yamnet_features "${@:3}"; }
+frames_set() { _cached_set "wf_$1" "$2 layers=${detector_layers}" pyutils.nvv_detect.whisper_frames "${@:3}" --layers "${detector_layers}"; }
 _cached_set() {
   local name=$1 sig=$2 module=$3; shift 3
   local marker=${_featdir}/.${name}.done outs=() i
@@ -60,7 +62,7 @@ detector_sets() {
 
 _use_real=false
 if [ "${detector_real}" != false ]; then
-  if _why=$(python -m pyutils.nvv_detect.features --check-devset 2>&1); then
+  if _why=$(python -m pyutils.nvv_detect.yamnet_features --check-devset 2>&1); then
     _use_real=true
   elif [ "${detector_real}" = true ]; then
     echo "$0: --detector_real true, but the real-NVV set material is missing: ${_why}" >&2; exit 1
@@ -89,6 +91,19 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
   else
     log "  real-NVV sets not used (--detector_real ${detector_real}; material: make -C tools real_speech nvv_bank)"
   fi
+  if [ -n "${DEEPLY_NVV:-}" ]; then   # db.sh: Deeply NVV clips of the train (dev) speakers spliced into real speech
+    [ -f "${_deeply}/.prep.done" ] || { echo "$0: ${_deeply}/.prep.done not found: run stage 0 (DEEPLY_NVV is set in db.sh)" >&2; exit 1; }
+    for s in train dev; do
+      _sig_dn="$(md5sum < "${_deeply}/.prep.done" | cut -d' ' -f1) $(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)"
+      if ! stage_done "${_deeply}/.real_${s}.done" --sig "${_sig_dn}"; then
+        utils/run.pl "${_featdir}/log/deeply_real_${s}.log" \
+          python -m pyutils.nvv_detect.devset --split "${s}" --clips-from "${_deeply}" --out "${_deeply}/real_${s}"
+        stage_mark "${_deeply}/.real_${s}.done" --sig "${_sig_dn}" --dir "${_deeply}/real_${s}"
+      fi
+      log "  $(grep -h '^nvv_detect.devset: ' "${_featdir}/log/deeply_real_${s}.log" || echo "${_deeply}/real_${s}")"
+      detector_sets "deeply_${s}" "$(md5sum < "${_deeply}/real_${s}/events.jsonl" | cut -d' ' -f1)" --data-dir "${_deeply}/real_${s}"
+    done
+  fi
 fi
 
 # ---------------------------------------------------------------- stage 5
@@ -97,20 +112,20 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
   mkdir -p "${asr_exp}/log"
   _train=() _dev=() _p=
   [ "${detector}" = yamnet ] || _p=wf_
-  for f in "${_featdir}"/${_p}corpus_train.*.npz "${_featdir}"/${_p}real_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
-  for f in "${_featdir}"/${_p}corpus_dev.*.npz "${_featdir}"/${_p}real_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+  for f in "${_featdir}"/${_p}corpus_train.*.npz "${_featdir}"/${_p}real_train.*.npz "${_featdir}"/${_p}deeply_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
+  for f in "${_featdir}"/${_p}corpus_dev.*.npz "${_featdir}"/${_p}real_dev.*.npz "${_featdir}"/${_p}deeply_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
   if [ ${#_train[@]} -eq 0 ] || [ ${#_dev[@]} -eq 0 ]; then
     log "stage 5: no detector training sets ($(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files): the shipped detector ${_shipped_det}"
     _sig="shipped $(cat "${_shipped_det}.sha256")"
   else
     log "stage 5: fit the NVV detector (--detector ${detector}) on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
     if [ "${detector}" = yamnet ]; then
-      _det_mod=pyutils.nvv_detect.train _det_opts=(--l2 "${detector_l2}")
+      _det_mod=pyutils.nvv_detect.yamnet_detector _det_opts=(--l2 "${detector_l2}")
       [ "${detector_embed}" = true ] && _det_opts+=(--embed)
     else
-      _det_mod=pyutils.nvv_detect.head _det_opts=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
+      _det_mod=pyutils.nvv_detect.frame_heads _det_opts=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
       if [ "${detector}" = whisper_yamnet ]; then
-        for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz; do
+        for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz "${_featdir}"/deeply_{train,dev}.*.npz; do
           [ -f "${f}" ] && _det_opts+=(--yamnet-feats "${f}")
         done
       fi
@@ -154,7 +169,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     _pack=(); [ "${decode_pack}" = true ] && _pack=(--pack)
     OMP_NUM_THREADS=1 \
     timed espnet_equiv nvv_detect ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
-      python -m pyutils.nvv_detect.model detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
+      python -m pyutils.nvv_detect.detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
         --out "${_dir}/events.jsonl"
     timed espnet_equiv cascade ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
       python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \

@@ -97,14 +97,14 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     # stage 4: cached Whisper-encoder frames with verified markers (the default --detector whisper)
     assert (exp / "feats" / "wf_corpus_train.1.npz").is_file() and (exp / "feats" / ".wf_corpus_train.done").is_file()
     assert not (exp / "feats" / "corpus_train.1.npz").exists()          # no YAMNet features for this detector
-    from pyutils.nvv_detect.frames import load
+    from pyutils.nvv_detect.whisper_frames import load
 
     kind, layers, rows = load(exp / "feats" / "wf_corpus_dev.1.npz")
     assert kind == "corpus" and layers == (5,) and len(rows) == 3 and rows[0].frames.shape == (50, 512)
     assert rows[0].events == [{"tag": "laugh", "start": 1.0, "end": 1.5}]
     # stage 5: the detector with its checksum, the report, the options a decode needs
     from pyutils.io import sha256_file
-    from pyutils.nvv_detect.model import load_detector
+    from pyutils.nvv_detect.detect import load_detector
 
     det = exp / "nvv_detector.npz"
     assert (exp / "nvv_detector.npz.sha256").read_text().split()[0] == sha256_file(det)
@@ -165,8 +165,9 @@ def test_cascade_yamnet_detector_stays_selectable(tmp_path):
              "--detector_real", "false", "--detector", "yamnet"], rdir, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     exp = rdir / "exp" / "asr_cascade_default_en"
-    from pyutils.nvv_detect.features import load
-    from pyutils.nvv_detect.model import Detector, load_detector
+    from pyutils.nvv_detect.yamnet_features import load
+    from pyutils.nvv_detect.detect import load_detector
+    from pyutils.nvv_detect.yamnet_detector import Detector
 
     kind, rows = load(exp / "feats" / "corpus_dev.1.npz")
     assert kind == "corpus" and len(rows) == 3 and rows[0].logits.shape[1] == 521

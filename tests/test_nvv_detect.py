@@ -10,8 +10,8 @@ import pytest
 
 from pyutils.nvv_detect import devset
 from pyutils.nvv_detect.events import frames_to_events, match_counts, micro, prf, read_events
-from pyutils.nvv_detect.model import Detector, DetectorError, save_arrays
-from pyutils.nvv_detect.train import fit, patch_labels
+from pyutils.nvv_detect.arrays import DetectorError, save_arrays
+from pyutils.nvv_detect.yamnet_detector import Detector, fit, patch_labels
 
 REPO = Path(__file__).resolve().parents[1]
 TAGS = ["laugh", "cough"]
@@ -204,7 +204,7 @@ def test_naive_tags_come_from_the_mapping_not_the_classifier():
 
 
 def test_overlapping_events_keep_the_naive_tag_then_the_best_ratio():
-    from pyutils.nvv_detect.model import suppress_overlaps
+    from pyutils.nvv_detect.yamnet_detector import suppress_overlaps
 
     cough = {"tag": "cough", "start": 1.0, "end": 1.6, "score": 0.9}
     laugh = {"tag": "laugh", "start": 1.2, "end": 2.0, "score": 0.6}
@@ -217,7 +217,7 @@ def test_overlapping_events_keep_the_naive_tag_then_the_best_ratio():
 
 
 def test_cached_features_round_trip_and_checksum(tmp_path):
-    from pyutils.nvv_detect.features import Utt, load, save
+    from pyutils.nvv_detect.yamnet_features import Utt, load, save
 
     rng = np.random.default_rng(1)
     rows = [Utt(f"u{i}", np.arange(n) * 0.24, rng.normal(size=(n, 521)).astype(np.float32),
@@ -237,7 +237,7 @@ def test_cached_features_round_trip_and_checksum(tmp_path):
 
 
 def test_model_input_with_embeddings_and_shape_check():
-    from pyutils.nvv_detect.model import EMBED_DIM, model_input
+    from pyutils.nvv_detect.yamnet_features import EMBED_DIM, model_input
 
     lg, emb = np.ones((4, 521)), np.full((4, EMBED_DIM), 2.0)
     f = model_input(lg, emb, np.arange(6), 1, True)

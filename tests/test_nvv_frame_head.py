@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from pyutils.nvv_detect.events import frame_runs_to_events
-from pyutils.nvv_detect.frames import FRAME_S, FrameUtt, frame_labels, load, save
-from pyutils.nvv_detect.head import FrameDetector, fit_head, forward, upsample_patches
-from pyutils.nvv_detect.model import DetectorError
+from pyutils.nvv_detect.arrays import DetectorError
+from pyutils.nvv_detect.frame_heads import FrameDetector, fit_head, forward, upsample_patches
+from pyutils.nvv_detect.whisper_frames import FRAME_S, FrameUtt, frame_labels, load, save
 
 TAGS = ["laugh", "cough"]
 
@@ -140,18 +140,18 @@ def test_detect_cli_reads_a_frame_model_and_survives_a_broken_file(tmp_path, cap
 
     import soundfile as sf
 
-    from pyutils.nvv_detect import model
+    from pyutils.nvv_detect import detect
 
     arr = _detector(d=512)
     arr["layers"] = np.array([5])
     arr["thresholds"] = np.array([1e-6, 1e-6], np.float32)     # every frame active: one event per region
     FrameDetector(arr).save(tmp_path / "det.npz")
-    assert isinstance(model.load_detector(tmp_path / "det.npz"), FrameDetector)
+    assert isinstance(detect.load_detector(tmp_path / "det.npz"), FrameDetector)
     x = (np.random.default_rng(0).normal(size=24000) * 0.1).astype(np.float32)
     sf.write(tmp_path / "a.wav", x, 48000)                     # 0.5 s at 48 kHz
     (tmp_path / "b.wav").write_bytes(b"not audio")
     (tmp_path / "wav.scp").write_text(f"a {tmp_path / 'a.wav'}\nb {tmp_path / 'b.wav'}\n")
-    rc = model.main(["detect", "--wav-scp", str(tmp_path / "wav.scp"), "--model", str(tmp_path / "det.npz"),
+    rc = detect.main(["--wav-scp", str(tmp_path / "wav.scp"), "--model", str(tmp_path / "det.npz"),
                      "--out", str(tmp_path / "ev.jsonl")])
     assert rc == 0
     rows = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
@@ -207,7 +207,7 @@ def test_single_head_file_keeps_its_format(tmp_path):
 
 
 def test_train_head_fits_an_ensemble_and_rejects_zero_heads():
-    from pyutils.nvv_detect.head import epochs_per_head, train_head
+    from pyutils.nvv_detect.frame_heads import epochs_per_head, train_head
 
     rng = np.random.default_rng(0)
 

@@ -23,7 +23,7 @@ token settings come from ``<asr-exp>/recipe_options.sh``, written when the model
 
 A cascade exp dir (``local/nvv_asr.sh --asr_method cascade``, ``asr_method=cascade`` in its
 ``recipe_options.sh``) decodes without the recipe: its NVV detector
-(``pyutils.nvv_detect.model detect``) writes events, :mod:`pyutils.asr.cascade` transcribes
+(``pyutils.nvv_detect.detect``) writes events, :mod:`pyutils.asr.cascade` transcribes
 with frozen Whisper (long-form, never cut) and places them; ``--jsonl`` is validated with the
 official Track 1 parser. A file that cannot be read gets an empty row and a message; the
 others go on.
@@ -215,7 +215,7 @@ def decode_cascade(a, exp: str, opts: dict) -> int:
     events = os.path.join(work, "events.jsonl")
     jsonl = os.path.abspath(a.jsonl) if a.jsonl else os.path.join(work, "track1.jsonl")
     py = sys.executable
-    steps = [[py, "-m", "pyutils.nvv_detect.model", "detect", "--wav-scp", wav_scp, "--model", det, "--out", events],
+    steps = [[py, "-m", "pyutils.nvv_detect.detect", "--wav-scp", wav_scp, "--model", det, "--out", events],
              [py, "-m", "pyutils.asr.cascade", "--wav-scp", wav_scp, "--lang", lang, "--events", events,
               "--model", opts.get("whisper_model") or "base", "--jsonl", jsonl, "--text", out,
               "--details", os.path.join(work, "details.jsonl"), "--threads", str(a.nj or 0)]]

@@ -188,12 +188,12 @@ def _cascade_lines(exp: str) -> List[str]:
                   f"{rep.get('dev_utts')} dev utterances ({rep.get('real_dev_utts', 0)} real), dev event P/R/F1 "
                   f"{rep.get('dev_micro')}; tags from the naive AudioSet mapping: "
                   f"{', '.join(rep.get('naive_tags', [])) or 'none'}")
-    kind = ("NVV detector on frozen Whisper base encoder frames (a 1-D conv head, `pyutils.nvv_detect.head`)"
+    kind = ("NVV detector on frozen Whisper base encoder frames (a 1-D conv head, `pyutils.nvv_detect.frame_heads`)"
             if frames else "YAMNet NVV detector")
     return [f"- model: cascade (`--asr_method cascade`): frozen Whisper base text with word times "
             f"(faster-whisper int8, greedy, VAD, long-form) + {kind} `nvv_detector.npz` "
             f"(sha256 {sha}...; {fitted}); events placed at the nearest word/character boundary by time",
-            "- decoding: `pyutils.nvv_detect.model detect` -> `pyutils.asr.cascade --events`"]
+            "- decoding: `pyutils.nvv_detect.detect` -> `pyutils.asr.cascade --events`"]
 
 
 def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,

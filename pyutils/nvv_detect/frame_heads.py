@@ -1,14 +1,14 @@
 """NVV detector on frozen Whisper-encoder frames: a small dilated 1-D conv head, per-frame tag
 posteriors, events from runs of frames (``--detector whisper`` of ``local/nvv_asr.sh``).
 
-    python -m pyutils.nvv_detect.head --train-feats feats/wf_corpus_train.1.npz ... \\
+    python -m pyutils.nvv_detect.frame_heads --train-feats feats/wf_corpus_train.1.npz ... \\
         --dev-feats feats/wf_corpus_dev.1.npz ... [--yamnet-feats feats/corpus_train.1.npz ...] \\
         --out exp/.../nvv_detector.npz [--report detector_report.json]
-    python -m pyutils.nvv_detect.model detect --model exp/.../nvv_detector.npz ...   (either kind of model)
+    python -m pyutils.nvv_detect.detect --model exp/.../nvv_detector.npz ...   (either kind of model)
 
-Input per 40 ms frame ``f`` (:mod:`pyutils.nvv_detect.frames`): the pooled states ``x_f`` of
+Input per 40 ms frame ``f`` (:mod:`pyutils.nvv_detect.whisper_frames`): the pooled states ``x_f`` of
 the chosen encoder blocks; with ``yamnet`` also the YAMNet logits of the kept AudioSet classes
-(:func:`pyutils.nvv_detect.model.default_feature_ids`) of the patch whose centre is nearest the
+(:func:`pyutils.nvv_detect.yamnet_features.default_feature_ids`) of the patch whose centre is nearest the
 frame's centre (:func:`upsample_patches`). Standardised, ``z_f = (x_f - mu) / sigma``.
 
 Head: ``h_1 = GELU(conv_{k=3}(z))``, ``h_2 = GELU(conv_{k=5, dilation 2}(h_1))``,
@@ -19,11 +19,11 @@ laugh), zero padding at the utterance's edges.
 Fit: minimise ``-sum_f w_f log P(y_f | f) / sum_f w_f`` by Adam (``EPOCHS`` passes, batches of
 ``BATCH`` utterances sorted by length, dropout ``DROPOUT`` on input and hidden layers, weight
 decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else ``none``
-(:func:`pyutils.nvv_detect.frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
-talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.train` weights patches.
+(:func:`pyutils.nvv_detect.whisper_frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
+talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
 
 Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
-event F1 (:func:`pyutils.nvv_detect.train.coordinate_ascent`), frames -> runs -> onsets and
+event F1 (:func:`pyutils.nvv_detect.thresholds.coordinate_ascent`), frames -> runs -> onsets and
 offsets (:func:`pyutils.nvv_detect.events.frame_runs_to_events`).
 
 Ensemble (``--heads N``): N heads fitted alike on the same standardised frames, head ``j`` with
@@ -51,8 +51,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.nvv_detect.frames import FRAME_S, WhisperFrames, frame_labels
-from pyutils.nvv_detect.model import DetectorError, load_arrays, readable_audio, save_arrays
+from pyutils.nvv_detect.arrays import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.utt_sources import readable_audio
+from pyutils.nvv_detect.whisper_frames import FRAME_S, WhisperFrames, frame_labels
 
 KIND = "whisper_frames"
 HIDDEN, DILATIONS, KERNELS = 128, (1, 2, 4), (3, 5, 5)
@@ -129,7 +130,7 @@ class FrameDetector:
 
     @classmethod
     def load(cls, path) -> "FrameDetector":
-        return cls(load_arrays(Path(path), missing="; fit one with `python -m pyutils.nvv_detect.head`"), str(path))
+        return cls(load_arrays(Path(path), missing="; fit one with `python -m pyutils.nvv_detect.frame_heads`"), str(path))
 
     def arrays(self) -> Dict[str, np.ndarray]:
         out = {"kind": np.array(KIND), "classes": np.array(self.classes),
@@ -174,7 +175,7 @@ class FrameFeatures:
         self.wf = WhisperFrames(det.layers, threads=threads)
         self.det, self.yam = det, None
         if det.yamnet:
-            from pyutils.nvv_detect.model import HOP_S, Features
+            from pyutils.nvv_detect.yamnet_features import HOP_S, Features
 
             self.yam = Features(hop_s=HOP_S, context=0, num_threads=threads, feature_ids=det.feature_ids)
 
@@ -273,7 +274,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
                epochs: Optional[int] = None, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
                heads: int = HEADS) -> Tuple[FrameDetector, dict]:
-    """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.frames.load`),
+    """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.whisper_frames.load`),
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
     utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
     ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
@@ -281,7 +282,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
-    from pyutils.nvv_detect.train import coordinate_ascent
+    from pyutils.nvv_detect.thresholds import coordinate_ascent
     from pyutils.tags import challenge_tags
 
     t0, c0 = time.time(), time.process_time()
@@ -297,7 +298,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     fids = np.zeros(0, dtype=np.int64)
     if yamnet is not None:
         from pyutils.audio_tagger import YamNet
-        from pyutils.nvv_detect.model import default_feature_ids
+        from pyutils.nvv_detect.yamnet_features import default_feature_ids
 
         fids = np.asarray(default_feature_ids(YamNet.load()), dtype=np.int64)
     classes = ["none"] + list(challenge_tags())
@@ -343,8 +344,8 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
 
 
 def yamnet_index(paths: Sequence[Path]) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
-    """``{utt: (patch starts, logits)}`` of cached YAMNet feature files (:mod:`pyutils.nvv_detect.features`)."""
-    from pyutils.nvv_detect.features import load
+    """``{utt: (patch starts, logits)}`` of cached YAMNet feature files (:mod:`pyutils.nvv_detect.yamnet_features`)."""
+    from pyutils.nvv_detect.yamnet_features import load
 
     out = {}
     for p in paths:
@@ -365,7 +366,7 @@ def detect_entries(det: FrameDetector, entries: Dict[str, str], threads: int = 1
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train-feats", type=Path, action="append", default=[], required=True,
-                    help="cached frames (pyutils.nvv_detect.frames) to train on")
+                    help="cached frames (pyutils.nvv_detect.whisper_frames) to train on")
     ap.add_argument("--dev-feats", type=Path, action="append", default=[], required=True,
                     help="cached frames to choose the thresholds on")
     ap.add_argument("--yamnet-feats", type=Path, action="append", default=[],
@@ -381,7 +382,7 @@ def main(argv=None) -> int:
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
-    from pyutils.nvv_detect.frames import load
+    from pyutils.nvv_detect.whisper_frames import load
 
     try:
         det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
@@ -394,9 +395,9 @@ def main(argv=None) -> int:
             with atomic_write(a.report) as f:
                 f.write(json.dumps(report, indent=1) + "\n")
     except (DetectorError, TaggerError, OSError, ValueError) as e:
-        print(f"nvv_detect.head: error: {e}", file=sys.stderr)
+        print(f"nvv_detect.frame_heads: error: {e}", file=sys.stderr)
         return 1
-    print(f"nvv_detect.head: model -> {a.out}")
+    print(f"nvv_detect.frame_heads: model -> {a.out}")
     return 0
 
 

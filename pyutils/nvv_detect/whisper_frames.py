@@ -1,9 +1,9 @@
 """Whisper-encoder frames of the NVV detector's sets (stage 4 of ``local/nvv_asr.sh
 --asr_method cascade`` with ``--detector whisper``), cached as plain arrays.
 
-    python -m pyutils.nvv_detect.frames --corpus CORPUS --split train --out feats/wf_corpus_train.npz
-    python -m pyutils.nvv_detect.frames --devset-split train --variants 12 --out feats/wf_real_train.npz
-    (--max-utts N, --part J --parts N as in pyutils.nvv_detect.features; --layers 5, the
+    python -m pyutils.nvv_detect.whisper_frames --corpus CORPUS --split train --out feats/wf_corpus_train.npz
+    python -m pyutils.nvv_detect.whisper_frames --devset-split train --variants 12 --out feats/wf_real_train.npz
+    (--max-utts N, --part J --parts N as in pyutils.nvv_detect.yamnet_features; --layers 5, the
     default, or e.g. 4,6: two blocks side by side)
 
 Features. The frozen Whisper base audio encoder (:class:`pyutils.vc.features.WhisperContent`:
@@ -12,10 +12,10 @@ inputs encoded unpadded in windows of <= 30 s) gives the states of the blocks ``
 side by side; two consecutive 20 ms frames are averaged, ``x_f = (h_{2f} + h_{2f+1}) / 2``:
 one frame per ``FRAME_S`` = 40 ms (a tenth of a word; the events' positions need no finer
 grid). Whisper's training data had laughs, coughs and "hmm" in it: its states separate them
-from speech (``pyutils.nvv_detect.head`` fits a small frame classifier on them).
+from speech (``pyutils.nvv_detect.frame_heads`` fits a small frame classifier on them).
 
 Cached file: one ``.npz`` beside ``<file>.sha256`` (written and checked by
-:func:`pyutils.nvv_detect.model.save_arrays` / ``load_arrays``; never unpickled): ``utts``
+:func:`pyutils.nvv_detect.arrays.save_arrays` / ``load_arrays``; never unpickled): ``utts``
 (U,), ``offsets`` (U + 1,), ``frames`` (N, D) float16, ``events`` (U,) JSON text of the
 reference events, ``kind`` ("corpus" or "real"), ``frame_s``, ``layers``.
 """
@@ -30,7 +30,8 @@ from typing import Iterable, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.nvv_detect.model import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.arrays import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.utt_sources import add_utt_source_args, utts_from_args
 
 FRAME_S = 0.04
 POOL = 2                      # 20 ms encoder frames per detector frame
@@ -138,8 +139,6 @@ def parse_layers(s: str) -> Tuple[int, ...]:
 
 
 def main(argv=None) -> int:
-    from pyutils.nvv_detect.train import add_utt_source_args, utts_from_args
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     add_utt_source_args(ap, src)
@@ -159,9 +158,9 @@ def main(argv=None) -> int:
         rows = compute(utts, wf, log=lambda m: print(m, file=sys.stderr))
         save(rows, kind, wf.layers, a.out)
     except (DetectorError, DevsetError, BankError, WhisperWeightsError, OSError, ValueError) as e:
-        print(f"nvv_detect.frames: error: {e}", file=sys.stderr)
+        print(f"nvv_detect.whisper_frames: error: {e}", file=sys.stderr)
         return 1
-    print(f"nvv_detect.frames: {len(rows)} utterances, {sum(len(r.frames) for r in rows)} frames -> {a.out}")
+    print(f"nvv_detect.whisper_frames: {len(rows)} utterances, {sum(len(r.frames) for r in rows)} frames -> {a.out}")
     return 0
 
 

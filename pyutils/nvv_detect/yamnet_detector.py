@@ -1,181 +1,87 @@
-"""NVV event detector on YAMNet: patch logits -> softmax over 16 challenge tags + none -> events.
+"""NVV event detector on YAMNet: patch logits -> softmax over 16 challenge tags + none -> events;
+its fit and thresholds.
 
-    python -m pyutils.nvv_detect.model detect --wav-scp data/test/wav.scp --out events.jsonl \\
-        [--model pyutils/nvv_detect/nvv_detector.npz] [--naive] [--threads 1]
+    python -m pyutils.nvv_detect.yamnet_detector --corpus CORPUS --real-dev data/nvv_real_dev \\
+        --out pyutils/nvv_detect/nvv_detector.npz [--report train_report.json]
+    python -m pyutils.nvv_detect.yamnet_detector --train-feats feats/corpus_train.npz --train-feats feats/real_train.npz \\
+        --dev-feats feats/corpus_dev.npz --dev-feats feats/real_dev.npz --out exp/.../nvv_detector.npz
 
-(``detect`` reads either kind of model file, :func:`load_detector`: this module's YAMNet
-model, or a Whisper-frame model of :mod:`pyutils.nvv_detect.head`, the recipe's default.)
+(The second form reads features cached by :mod:`pyutils.nvv_detect.yamnet_features`, as stage 5 of
+``local/nvv_asr.sh --asr_method cascade`` does; the first computes them itself. Events of a
+wav.scp: :mod:`pyutils.nvv_detect.detect`.)
 
-Features. YAMNet (:mod:`pyutils.audio_tagger`, int8 ONNX) scores 0.96 s log-mel patches
-every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out (q_i - z_out)``
-of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
-three scene classes; 76 in all) stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
-(edges repeated), standardised ``z = (f - mu) / sigma`` with the training set's ``mu``,
-``sigma``. With ``embed`` (model key, 0/1) the patch's 1024-d YAMNet embedding ``e_i`` (the
-dequantised global-average-pooled activations the classifier layer reads; the int8 export has
-no such output, so :func:`embedding_session` adds one to the graph in memory) is appended:
-``f_i = [l_i, l_{i-1}, l_{i+1}, e_i]``.
+Features: :class:`pyutils.nvv_detect.yamnet_features.Features` (the kept classes' logits with
+their neighbours; ``--embed``: and the 1024-d embeddings), standardised ``z = (f - mu) / sigma``.
 
 Classifier. Multinomial logistic regression, ``P(k | z) = softmax(W^T z + b)_k`` over
-``none`` + the 16 tags (:mod:`pyutils.nvv_detect.train` fits it). Per-tag thresholds
-``theta`` (picked on the dev sets) turn probabilities into events
-(:func:`pyutils.nvv_detect.events.frames_to_events`).
+``none`` + the 16 tags. Per-tag thresholds ``theta`` (picked on the dev sets) turn
+probabilities into events (:func:`pyutils.nvv_detect.events.frames_to_events`).
 
-Per tag, the detector keeps either the classifier or the naive mapping below
-(``naive_tags``: the tag's classifier F1 on its dev utterances was lower than the mapping's;
-:func:`pyutils.nvv_detect.train.choose_sources`).
+Per tag, the detector keeps either the classifier or the naive mapping
+(:func:`pyutils.nvv_detect.yamnet_features.naive_probs`; ``naive_tags``: the tag's classifier
+F1 on its dev utterances was lower than the mapping's;
+:func:`pyutils.nvv_detect.thresholds.choose_sources`).
 
 Overlapping events of different tags (one laugh heard as laugh and cough) keep one
 (:func:`suppress_overlaps`, ``SUPPRESS``): measured on the dev sets, micro event F1 0.629 ->
 0.694 (real dev 0.712 -> 0.808, corpus dev 0.568 -> 0.611).
 
-Naive baseline (``--naive``): the zero-shot mapping, ``p(tag) = max`` of the sigmoid
-scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; none
-for yawn and lipsmack), fixed threshold 0.5.
+Training utterances (each with exact event times, :mod:`pyutils.nvv_detect.utt_sources`):
+
+* ``CORPUS/data/train`` of a ``chorus-synth nvv`` corpus (``events/train.jsonl``): neural
+  or formant voices with bank train recordings (laugh, cough, moan, hum, gasp) and
+  generated sounds for the other tags, and utterances without any event;
+* the real-speech ``train`` split of :mod:`pyutils.nvv_detect.devset` (``--train-variants``
+  per segment): the real talkers' train stretch with all 16 tags spliced in.
+
+Labels per patch ``[t, t + 0.96]``: the tag of the event with the largest overlap ``o``
+when ``o >= min(0.3, 0.6 d)`` (``d``: the event's duration); ``none`` when no event
+overlaps; left out (weight 0) in between.
+
+Fit: weighted multinomial logistic regression, minimising
+``L(W, b) = -sum_n w_n log P(y_n | z_n) / sum_n w_n + (lambda / 2) ||W||^2``
+(``lambda`` = ``--l2``) by L-BFGS (scipy), gradient ``Z^T ((P - Y) * w) / sum w + lambda W``;
+weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
+corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
+0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
+ordinary speech). More than ``MAX_NONE`` ``none`` patches: a uniform sample of them, weights
+scaled by ``n_none / MAX_NONE`` (:func:`fit`).
+
+Thresholds and per-tag sources: on the dev utterances (``--real-dev``: real speech + bank dev
+recordings; ``CORPUS/data/dev``: every tag), :mod:`pyutils.nvv_detect.thresholds`. ``--tune-on
+all`` (default): every tag on all dev utterances; ``split``: the tags with real dev events on
+those alone (how the shipped model was made). Never tuned on a test set.
 
 Model file: one ``.npz`` of plain arrays (``W``, ``b``, ``mu``, ``sigma``, ``classes``,
-``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``, ``embed``) beside ``<file>.sha256``; loading checks the
-SHA-256 first and reads with ``allow_pickle=False`` (nothing is ever unpickled).
+``thresholds``, ``hop_s``, ``context``, ``feature_ids``, ``naive_tags``, ``embed``) beside
+``<file>.sha256`` (:mod:`pyutils.nvv_detect.arrays`: the SHA-256 is checked first, nothing is
+ever unpickled).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.io import sha256_file
+from pyutils.nvv_detect.arrays import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.events import PATCH_S, frames_to_events, match_counts, micro, prf
+from pyutils.nvv_detect.thresholds import choose_sources, coordinate_ascent
+from pyutils.nvv_detect.utt_sources import devset_dir_utts, iter_corpus_utts, readable_audio, real_train_utts
+from pyutils.nvv_detect.yamnet_features import (EMBED_DIM, HOP_S, NAIVE_THRESHOLD, Features, compute,
+                                                default_feature_ids, load, model_input, naive_events,
+                                                naive_probs)
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
-HOP_S = 0.24
-NAIVE_THRESHOLD = 0.5
 SUPPRESS = True
-CHUNK_HOPS = 1000              # Features.logits: inputs longer than 1000 hops (240 s) go in blocks
-PATCH_SAMPLES = 160 * 95 + 512
-EMBED_OUTPUT, EMBED_DIM = "/model/Reshape_output_0_qdq", 1024
 KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context", "feature_ids")
-#: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
-#: breathing, laughter, ... whistling), every class of TAG_CLASSES (Hiss, Snoring, ...) and
-#: three scene classes (measured on the real dev set: all 521 generalise worse to real talkers)
-SCENE_CLASSES = ("Silence", "Music", "Inside, small room")
-N_HUMAN = 72
-
-
-class DetectorError(RuntimeError):
-    """Missing, damaged or inconsistent model file; the message names it."""
-
-
-class Features:
-    """YAMNet patch logits with neighbour context, and optionally the 1024-d embeddings
-    (see the module docstring)."""
-
-    def __init__(self, tagger=None, hop_s: float = HOP_S, context: int = 1, num_threads: int = 1,
-                 feature_ids: Optional[Sequence[int]] = None, embed: bool = False):
-        from pyutils.audio_tagger import YamNet
-
-        self.tagger = tagger or YamNet.load(num_threads=num_threads)
-        self.hop_s, self.context, self.embed = hop_s, context, embed
-        self.feature_ids = np.asarray(feature_ids if feature_ids is not None else default_feature_ids(self.tagger),
-                                      dtype=np.int64)
-        self._emb_session = embedding_session(num_threads) if embed else None
-
-    def _run(self, p: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-        if self._emb_session is None:
-            return self.tagger.logits(p).astype(np.float64), None
-        t = self.tagger
-        q = np.clip(np.round(p / t.s_in + t.z_in), 0, 255).astype(np.uint8)
-        lg = np.empty((len(q), len(t.classes)))
-        emb = np.empty((len(q), EMBED_DIM), dtype=np.float32)
-        for i in range(len(q)):
-            out, e = self._emb_session.run(None, {t.input_name: q[i][None, None]})
-            lg[i] = t.s_out * (out.reshape(-1).astype(np.float64) - t.z_out)
-            emb[i] = e.reshape(-1)
-        return lg, emb
-
-    def logits_emb(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-        """Patch start times (s), (N, 521) logits and (N, 1024) embeddings (None unless ``embed``)."""
-        from pyutils.audio_tagger import HOP, SR, _to_16k, patches
-
-        x = _to_16k(x, sr)
-        hop_frames = max(1, int(round(self.hop_s * SR / HOP)))
-        step = CHUNK_HOPS * hop_frames * HOP          # long inputs: blocks of ~4 min (bounded memory)
-        if len(x) <= step + PATCH_SAMPLES:
-            p, t = patches(x, hop_frames)
-            return (t, *self._run(p))
-        ts, lgs, embs = [], [], []
-        for c in range(0, len(x), step):
-            p, t = patches(x[c:c + step + PATCH_SAMPLES], hop_frames)
-            last = c + step >= len(x) - PATCH_SAMPLES
-            keep = slice(None) if last else t * SR < step
-            ts.append(t[keep] + c / SR)
-            lg, emb = self._run(p[keep])
-            lgs.append(lg)
-            embs.append(emb)
-            if last:
-                break
-        return np.concatenate(ts), np.concatenate(lgs), (np.concatenate(embs) if self.embed else None)
-
-    def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
-        """Patch start times (s) and (N, 521) logits."""
-        t, lg, _ = self.logits_emb(x, sr)
-        return t, lg
-
-    def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(starts, model features: stacked logits of the kept classes [+ embeddings], raw (N, 521) logits)."""
-        t, lg, emb = self.logits_emb(x, sr)
-        return t, model_input(lg, emb, self.feature_ids, self.context, self.embed), lg
-
-
-def model_input(lg: np.ndarray, emb: Optional[np.ndarray], feature_ids: np.ndarray, context: int,
-                embed: bool) -> np.ndarray:
-    """The detector's input per patch: ``[stack(l[:, ids], context), e]`` (``e`` only with ``embed``)."""
-    f = stack(np.asarray(lg, dtype=np.float64)[:, feature_ids], context)
-    if embed:
-        if emb is None:
-            raise DetectorError("this model reads YAMNet embeddings: none were computed")
-        f = np.concatenate([f, np.asarray(emb, dtype=np.float64)], axis=1)
-    return f
-
-
-def embedding_session(num_threads: int = 1):
-    """An ONNX Runtime session of the YAMNet graph with a second output: the 1024-d embedding
-    (the dequantised global-average-pooled activations the classifier reads; the int8 export
-    does not expose it, so the graph is loaded with ``onnx`` and the output added in memory)."""
-    import onnx
-    import onnxruntime as ort
-
-    from pyutils.audio_tagger import default_dir
-
-    m = onnx.load(str(default_dir() / "model.onnx"))
-    if EMBED_OUTPUT not in {o for n in m.graph.node for o in n.output}:
-        raise DetectorError(f"{default_dir()}/model.onnx has no tensor {EMBED_OUTPUT}")
-    m.graph.output.append(onnx.helper.make_tensor_value_info(EMBED_OUTPUT, onnx.TensorProto.FLOAT, None))
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = num_threads
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-
-
-def stack(lg: np.ndarray, context: int) -> np.ndarray:
-    """``[l_i, l_{i-1}, l_{i+1}, ..., l_{i-c}, l_{i+c}]`` per row (edges repeated)."""
-    parts = [lg]
-    for d in range(1, context + 1):
-        prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
-        nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
-        parts += [prev, nxt]
-    return np.concatenate(parts, axis=1)
-
-
-def default_feature_ids(tagger) -> List[int]:
-    """Indices of the kept AudioSet classes (see :data:`SCENE_CLASSES`)."""
-    from pyutils.audio_tagger import TAG_CLASSES
-
-    names = [c for cs in TAG_CLASSES.values() for c in cs] + list(SCENE_CLASSES)
-    return sorted(set(range(N_HUMAN)) | set(tagger.class_ids(names)))
+MAX_NONE = 12000   # fit: at most this many "none" patches (a uniform sample, weights scaled up)
 
 
 class Detector:
@@ -208,7 +114,7 @@ class Detector:
     @classmethod
     def load(cls, path: Optional[os.PathLike] = None) -> "Detector":
         path = Path(path or DEFAULT_MODEL)
-        arrays = load_arrays(path, missing="; train one with `python -m pyutils.nvv_detect.train`")
+        arrays = load_arrays(path, missing="; train one with `python -m pyutils.nvv_detect.yamnet_detector`")
         return cls(arrays, str(path))
 
     def save(self, path: os.PathLike) -> None:
@@ -234,8 +140,6 @@ class Detector:
                naive_p: Optional[np.ndarray] = None) -> List[dict]:
         """Events of the model's tags, plus the naive mapping's for the tags in ``naive_tags``
         (``naive_p``: :func:`naive_probs` of the same patches, needed when any tag is naive)."""
-        from pyutils.nvv_detect.events import frames_to_events
-
         th = np.where(self.naive_tags, np.inf, self.thresholds)
         out = frames_to_events(utt_id, starts, self.probs(feats)[:, 1:], self.tags, th)
         ranked = [((0, e["score"] / th[self.tags.index(e["tag"])]), e) for e in out]
@@ -259,105 +163,9 @@ def suppress_overlaps(ranked: Sequence[Tuple[tuple, dict]]) -> List[dict]:
     return kept
 
 
-def save_arrays(arrays: Dict[str, np.ndarray], path: Path) -> None:
-    """npz + ``.sha256``, each written to a temp file and renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, **arrays)
-    digest = sha256_file(tmp)
-    os.replace(tmp, path)
-    stmp = path.with_name(f".{path.name}.sha256.tmp")
-    stmp.write_text(f"{digest}  {path.name}\n")
-    os.replace(stmp, Path(str(path) + ".sha256"))
-
-
-def load_arrays(path: Path, missing: str, mismatch: str = "") -> Dict[str, np.ndarray]:
-    """The arrays of an npz written by :func:`save_arrays`, after checking its ``.sha256``
-    (no pickles). ``missing``/``mismatch``: what the error adds when the file or its sum is
-    absent / when the sum differs."""
-    sums = Path(str(path) + ".sha256")
-    if not path.is_file() or not sums.is_file():
-        raise DetectorError(f"{path} or {sums} is missing{missing}")
-    want = (sums.read_text().split() or [""])[0]
-    got = sha256_file(path)
-    if got != want:
-        raise DetectorError(f"{path}: SHA-256 {got} differs from {sums} ({want}){mismatch}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (ValueError, OSError) as e:
-        raise DetectorError(f"{path}: not a plain-array npz: {e}") from e
-
-
-def naive_probs(tagger, logits: np.ndarray, tags: Sequence[str]) -> np.ndarray:
-    """(N, T) zero-shot tag scores: max sigmoid over the tag's AudioSet classes (0 if none)."""
-    from pyutils.audio_tagger import TAG_CLASSES
-
-    s = 1.0 / (1.0 + np.exp(-logits))
-    out = np.zeros((len(logits), len(tags)))
-    for j, tag in enumerate(tags):
-        names = TAG_CLASSES.get(tag)
-        if names:
-            out[:, j] = s[:, tagger.class_ids(names)].max(axis=1)
-    return out
-
-
-def naive_events(tagger, utt_id: str, starts, logits, tags: Sequence[str]) -> List[dict]:
-    from pyutils.nvv_detect.events import frames_to_events
-
-    return frames_to_events(utt_id, starts, naive_probs(tagger, logits, tags), tags,
-                            [NAIVE_THRESHOLD] * len(tags))
-
-
-def load_detector(path: Optional[os.PathLike] = None):
-    """A model file of either kind: :class:`Detector` (YAMNet patches) or, when its ``kind`` is
-    ``whisper_frames``, :class:`pyutils.nvv_detect.head.FrameDetector`."""
-    path = Path(path or DEFAULT_MODEL)
-    arrays = load_arrays(path, missing="; fit one with stage 5 of local/nvv_asr.sh --asr_method cascade")
-    if "kind" in arrays and str(arrays["kind"]) == "whisper_frames":
-        from pyutils.nvv_detect.head import FrameDetector
-
-        return FrameDetector(arrays, str(path))
-    return Detector(arrays, str(path))
-
-
-def read_scp_audio(scp: Path):
-    """Yield ``(utt_id, audio, sr)`` of a wav.scp; unreadable entries raise naming the line."""
-    from pyutils.datadir.io import read_kv, read_wav_scp_entry
-
-    for utt, entry in read_kv(scp).items():
-        try:
-            x, sr = read_wav_scp_entry(entry)
-        except Exception as e:          # noqa: BLE001 - any reader failure names the utterance
-            raise DetectorError(f"{scp}: utterance {utt}: cannot read audio: {e}") from e
-        x = np.asarray(x, dtype=np.float32)
-        yield utt, (x.mean(axis=1) if x.ndim == 2 else x), sr
-
-
-def readable_audio(entries: Dict[str, str], log=None) -> Iterator[Tuple[str, np.ndarray]]:
-    """``(utt, 16 kHz mono audio)`` of every ``{utt: wav.scp value}`` entry that can be read
-    (any format, rate, channels, length: :func:`pyutils.asr.cascade.load_audio`); an unreadable,
-    empty or non-finite one is skipped with one ``log`` line, and the others go on."""
-    from pyutils.asr.cascade import load_audio
-    from pyutils.datadir.io import AudioReadError
-
-    for utt, entry in entries.items():
-        try:
-            x = load_audio(entry)
-        except (AudioReadError, OSError, ValueError, RuntimeError) as e:
-            if log:
-                log(f"{utt}: cannot read audio ({e}): no events")
-            continue
-        if len(x) == 0 or not np.isfinite(x).all():
-            if log:
-                log(f"{utt}: empty or non-finite audio: no events")
-            continue
-        yield utt, x
-
-
 def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, str], log=None) -> List[dict]:
     """Events of every ``{utt: wav.scp value}`` entry (any format, rate, channels, length; audio
-    through :func:`pyutils.asr.cascade.load_audio`). ``det=None``: the naive mapping. An entry
+    through :func:`pyutils.nvv_detect.utt_sources.readable_audio`). ``det=None``: the naive mapping. An entry
     that cannot be read gives no events and one ``log`` line; the others go on."""
     from pyutils.tags import challenge_tags
 
@@ -369,41 +177,201 @@ def detect_entries(det: Optional[Detector], feats: Features, entries: Dict[str, 
     return rows
 
 
+def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[str]) -> np.ndarray:
+    """Class index per patch; -1 = left out (see the module docstring)."""
+    idx = {c: i for i, c in enumerate(classes)}
+    y = np.zeros(len(starts), dtype=np.int64)
+    for i, t in enumerate(starts):
+        best, best_o, any_o = None, 0.0, False
+        for e in events:
+            o = min(t + PATCH_S, e["end"]) - max(t, e["start"])
+            if o > 0:
+                any_o = True
+                if o > best_o:
+                    best, best_o = e, o
+        if best is not None and best_o >= min(0.3, 0.6 * (best["end"] - best["start"])):
+            y[i] = idx[best["tag"]]
+        elif any_o:
+            y[i] = -1
+    return y
+
+
+def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
+        balance: float = 0.0, sample_weight: np.ndarray | None = None, max_none: int = MAX_NONE):
+    """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss).
+
+    More than ``max_none`` patches of class 0 (``none``: ordinary speech and pauses, most of
+    a large corpus): a uniform sample of ``max_none`` of them (fixed seed) with their weights
+    multiplied by ``n_none / max_none``, so the weighted loss keeps its expectation and the
+    cost per L-BFGS step stays bounded."""
+    from scipy.optimize import minimize
+
+    keep = y >= 0
+    sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    none = np.flatnonzero(keep & (y == 0))
+    if len(none) > max_none:
+        drop = np.random.default_rng(0).permutation(none)[max_none:]
+        keep[drop] = False
+        sw = sw.copy()
+        sw[y == 0] *= len(none) / max_none
+    X, y, sw = X[keep], y[keep], sw[keep]
+    mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
+    Z = (X - mu) / sigma
+    n, d = Z.shape
+    counts = np.bincount(y, minlength=n_classes)
+    seen = max(1, int((counts > 0).sum()))
+    cw = np.where(counts > 0, np.clip(n / (seen * np.maximum(counts, 1)), 0.2, 20.0) ** balance, 0.0)
+    w = cw[y] * sw
+    Y = np.zeros((n, n_classes))
+    Y[np.arange(n), y] = 1.0
+
+    def loss(theta):
+        W = theta[: d * n_classes].reshape(d, n_classes)
+        b = theta[d * n_classes:]
+        a = Z @ W + b
+        a -= a.max(axis=1, keepdims=True)
+        logp = a - np.log(np.exp(a).sum(axis=1, keepdims=True))
+        val = -(w * (logp * Y).sum(axis=1)).sum() / w.sum() + 0.5 * l2 * (W * W).sum()
+        G = (np.exp(logp) - Y) * w[:, None] / w.sum()
+        return val, np.concatenate([(Z.T @ G + l2 * W).ravel(), G.sum(axis=0)])
+
+    theta0 = np.zeros(d * n_classes + n_classes)
+    res = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
+    W = res.x[: d * n_classes].reshape(d, n_classes)
+    return W, res.x[d * n_classes:], mu, sigma, float(res.fun)
+
+
+def tune_thresholds(det: Detector, dev: Sequence[Tuple[str, np.ndarray, np.ndarray, List[dict]]],
+                    real_dev: Sequence[str] = (), sweeps: int = 2, tune_on: str = "split"
+                    ) -> Tuple[np.ndarray, Dict[str, List[int]]]:
+    """Coordinate ascent of micro event F1 over per-tag thresholds (see the module docstring).
+
+    ``tune_on="split"``: a tag with events in the real dev utterances (ids in ``real_dev``) is
+    tuned on those alone, any other tag on the rest (the corpus dev split); ``"all"``: every
+    tag on all dev utterances.
+    """
+    probs = [(u, t, det.probs(f)[:, 1:]) for u, t, f, _ in dev]
+    return coordinate_ascent(probs, {u: ev for u, _, _, ev in dev}, det.tags, frames_to_events, real_dev,
+                             sweeps, tune_on)
+
+
+def model_features(rows, feature_ids: np.ndarray, context: int, embed: bool = False
+                   ) -> List[Tuple[str, np.ndarray, np.ndarray, List[dict]]]:
+    """``(utt, starts, model input, events)`` of cached rows (:mod:`pyutils.nvv_detect.yamnet_features`)."""
+    return [(r.utt, r.starts, model_input(r.logits, r.emb, feature_ids, context, embed), r.events) for r in rows]
+
+
+def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[str, list]], l2: float = 1e-2,
+               context: int = 1, balance: float = 0.0, real_weight: float = 4.0, log=print,
+               feature_ids: Sequence[int] | None = None, embed: bool = False, tune_on: str = "split"
+               ) -> Tuple[Detector, dict]:
+    """Fit and tune on cached feature sets ``[(kind, rows)]`` (kind ``real``: real talkers, weight
+    ``real_weight`` in training, the recorded tags' thresholds chosen on them in dev)."""
+    from pyutils.tags import challenge_tags
+
+    t0 = time.time()
+    if not train_sets or not dev_sets:
+        raise DetectorError("need at least one training and one dev feature set")
+    if feature_ids is None:
+        from pyutils.audio_tagger import YamNet
+
+        feature_ids = default_feature_ids(YamNet.load())
+    fids = np.asarray(feature_ids, dtype=np.int64)
+    classes = ["none"] + list(challenge_tags())
+    tr, weights = [], []
+    for kind, rows in train_sets:
+        part = model_features(rows, fids, context, embed)
+        tr += part
+        weights += [real_weight if kind == "real" else 1.0] * len(part)
+    dev, naive, real_ids = [], {}, []
+    for kind, rows in dev_sets:
+        dev += model_features(rows, fids, context, embed)
+        naive.update({r.utt: r.naive.astype(np.float64) for r in rows})
+        if kind == "real":
+            real_ids += [r.utt for r in rows]
+    log(f"train: {len(tr)} utterances, dev: {len(dev)} ({len(real_ids)} real)")
+    X = np.concatenate([f for _, _, f, _ in tr])
+    y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
+    sw = np.concatenate([np.full(len(t), w) for (_, t, _, _), w in zip(tr, weights)])
+    W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
+    det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
+                    "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
+                    "context": np.int64(context), "feature_ids": fids, "embed": np.int64(embed)})
+    det.thresholds, _ = tune_thresholds(det, dev, real_ids, tune_on=tune_on)
+    sources = choose_sources(det, dev, naive, real_ids, tune_on)
+    counts = match_counts({u: ev for u, _, _, ev in dev},
+                          {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
+    report = {"train_utts": len(tr), "tune_on": tune_on, "train_patches": int((y >= 0).sum()),
+              "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
+              "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2, "balance": balance,
+              "real_weight": real_weight, "context": context, "embed": embed, "loss": final,
+              "seconds": round(time.time() - t0, 1),
+              "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
+              "naive_tags": [t for t, n in zip(det.tags, det.naive_tags) if n],
+              "dev_f1_model_naive": sources, "dev_counts": counts,
+              "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
+              "dev_micro": [round(v, 3) for v in micro(counts)]}
+    log(f"fit + thresholds {report['seconds']} s; dev micro P/R/F1 {report['dev_micro']}")
+    return det, report
+
+
+def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
+          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
+          log=print) -> Tuple[Detector, dict]:
+    """Features computed here (no cache), then :func:`train_sets`."""
+    feats = Features(hop_s=HOP_S, context=0)
+    trs = [("real", compute(real_train_utts(train_variants), feats))] if train_variants > 0 else []
+    trs += [("corpus", compute(iter_corpus_utts(c, "train"), feats)) for c in corpora]
+    devs = [("real", compute(devset_dir_utts(d), feats)) for d in real_dev]
+    devs += [("corpus", compute(iter_corpus_utts(c, "dev"), feats)) for c in corpora]
+    return train_sets(trs, devs, l2, context, balance, real_weight, log, feats.feature_ids)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("detect", help="write NVV events of a wav.scp as JSONL (the cascade's --events)")
-    d.add_argument("--wav-scp", type=Path, required=True)
-    d.add_argument("--out", required=True)
-    d.add_argument("--model", type=Path, default=DEFAULT_MODEL)
-    d.add_argument("--naive", action="store_true", help="zero-shot AudioSet mapping instead of the model")
-    d.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--corpus", type=Path, action="append", default=[],
+                    help="a chorus-synth nvv corpus dir (its train split trains, its dev split tunes)")
+    ap.add_argument("--real-dev", type=Path, action="append", default=[],
+                    help="a dir of `python -m pyutils.nvv_detect.devset --split dev`")
+    ap.add_argument("--train-feats", type=Path, action="append", default=[],
+                    help="cached features (pyutils.nvv_detect.yamnet_features) to train on; replaces --corpus/--real-dev")
+    ap.add_argument("--dev-feats", type=Path, action="append", default=[],
+                    help="cached features to choose thresholds and per-tag sources on")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--train-variants", type=int, default=12)
+    ap.add_argument("--l2", type=float, default=1e-2)
+    ap.add_argument("--context", type=int, default=1)
+    ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
+    ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
+    ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
+    ap.add_argument("--tune-on", choices=("split", "all"), default="all",
+                    help="thresholds/sources of each tag on all dev sets (all), or of the recorded tags on the "
+                         "real dev set only (split: how the shipped model was made)")
+    ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
-    from pyutils.datadir.io import DataDirError, read_kv
-    from pyutils.nvv_detect.events import write_events
-    from pyutils.whisper.weights import WhisperWeightsError
+    from pyutils.nvv_detect.devset import DevsetError
+    from pyutils.synth.nvv_bank import BankError
 
     try:
-        det = None if a.naive else load_detector(a.model)
-        entries = read_kv(a.wav_scp)
-        log = lambda m: print(f"nvv_detect: {m}", file=sys.stderr)  # noqa: E731
-        if det is not None and not isinstance(det, Detector):
-            from pyutils.nvv_detect.head import detect_entries as detect_frames
+        if a.train_feats or a.dev_feats:
+            if a.corpus or a.real_dev:
+                raise ValueError("give either --train-feats/--dev-feats or --corpus/--real-dev")
+            det, report = train_sets([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
+                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed, tune_on=a.tune_on)
+        else:
+            det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance,
+                                a.real_weight)
+        det.save(a.out)
+        if a.report:
+            from pyutils.datadir.io import atomic_write
 
-            rows = detect_frames(det, entries, a.threads, log)
-            write_events(rows, a.out)
-            print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")
-            return 0
-        feats = Features(hop_s=det.hop_s if det else HOP_S, context=det.context if det else 0,
-                         num_threads=a.threads, feature_ids=det.feature_ids if det else None,
-                         embed=bool(det and det.embed))
-        rows = detect_entries(det, feats, entries, log=log)
-        write_events(rows, a.out)
-    except (DetectorError, TaggerError, DataDirError, WhisperWeightsError, OSError, ValueError) as e:
-        print(f"nvv_detect: error: {e}", file=sys.stderr)
+            with atomic_write(a.report) as f:
+                f.write(json.dumps(report, indent=1) + "\n")
+    except (DetectorError, DevsetError, BankError, TaggerError, OSError, ValueError) as e:
+        print(f"nvv_detect.yamnet_detector: error: {e}", file=sys.stderr)
         return 1
-    print(f"nvv_detect: {len(rows)} events in {len(entries)} files -> {a.out}")
+    print(f"nvv_detect.yamnet_detector: model -> {a.out}")
     return 0
 
 

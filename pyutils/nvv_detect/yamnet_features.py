@@ -1,24 +1,35 @@
-"""Cached YAMNet features of the detector's training and tuning sets (stage 4 of
-``local/nvv_asr.sh --asr_method cascade``).
+"""YAMNet features of the NVV detectors: patch logits and embeddings, the naive zero-shot tag
+scores, and the cached-features CLI (stage 4 of ``local/nvv_asr.sh --asr_method cascade``).
 
-    python -m pyutils.nvv_detect.features --corpus CORPUS --split train --out feats/corpus_train.npz
-    python -m pyutils.nvv_detect.features --devset-split train --variants 12 --out feats/real_train.npz
-    python -m pyutils.nvv_detect.features --data-dir data/nvv_real_dev --out feats/real_dev.npz
-    python -m pyutils.nvv_detect.features --check-devset     # exit 0 when its material is installed
+    python -m pyutils.nvv_detect.yamnet_features --corpus CORPUS --split train --out feats/corpus_train.npz
+    python -m pyutils.nvv_detect.yamnet_features --devset-split train --variants 12 --out feats/real_train.npz
+    python -m pyutils.nvv_detect.yamnet_features --data-dir data/nvv_real_dev --out feats/real_dev.npz
+    python -m pyutils.nvv_detect.yamnet_features --check-devset     # exit 0 when its material is installed
     (--max-utts N: the first N only; --part J --parts N: every N-th utterance from the J-th, for N jobs)
 
-Sources: a ``chorus-synth nvv`` corpus split (``CORPUS/data/<split>/wav.scp`` with the exact
-event times of ``CORPUS/events/<split>.jsonl``), the real-speech utterances of
-:func:`pyutils.nvv_detect.devset.build` (``--devset-split``), or a data dir written by
-:func:`pyutils.nvv_detect.devset.write` (``--data-dir``: ``wav.scp`` + ``events.jsonl``).
+Features. YAMNet (:mod:`pyutils.audio_tagger`, int8 ONNX) scores 0.96 s log-mel patches
+every ``hop_s`` (0.24 s); the feature of patch ``i`` is its logits ``l_i = s_out (q_i - z_out)``
+of the kept AudioSet classes (``feature_ids``: the 72 human-sound classes, the tags' classes,
+three scene classes; 76 in all) stacked with its neighbours' ``[l_i, l_{i-1}, l_{i+1}]``
+(edges repeated), standardised ``z = (f - mu) / sigma`` with the training set's ``mu``,
+``sigma``. With ``embed`` (model key, 0/1) the patch's 1024-d YAMNet embedding ``e_i`` (the
+dequantised global-average-pooled activations the classifier layer reads; the int8 export has
+no such output, so :func:`embedding_session` adds one to the graph in memory) is appended:
+``f_i = [l_i, l_{i-1}, l_{i+1}, e_i]``.
+
+Naive baseline (``detect --naive``): the zero-shot mapping, ``p(tag) = max`` of the sigmoid
+scores of the tag's AudioSet classes (:data:`pyutils.audio_tagger.TAG_CLASSES`; none
+for yawn and lipsmack), fixed threshold 0.5 (:func:`naive_probs`, :func:`naive_events`).
+
+Sources of the cache: those of :mod:`pyutils.nvv_detect.utt_sources` (a ``chorus-synth nvv``
+corpus split, ``--devset-split``, or a ``--data-dir`` of :func:`pyutils.nvv_detect.devset.write`).
 
 What is stored is what every detector variant is computed from, so that fitting and
 threshold choice (stage 5) never run YAMNet again: per utterance the patch start times
 ``t_i`` (every ``hop_s`` = 0.24 s), the raw logits ``l_i`` of all 521 AudioSet classes
-(:class:`pyutils.nvv_detect.model.Features`; the model picks its classes and stacks the
-neighbours at fit time) and the naive zero-shot scores of the 16 tags
-(:func:`pyutils.nvv_detect.model.naive_probs`) and the 1024-d YAMNet embeddings
-(:func:`pyutils.nvv_detect.model.embedding_session`, stored as float16).
+(:class:`Features`; the model picks its classes and stacks the neighbours at fit time), the
+naive zero-shot scores of the 16 tags (:func:`naive_probs`) and the 1024-d YAMNet embeddings
+(:func:`embedding_session`, stored as float16).
 
 File: one ``.npz`` of plain arrays (never unpickled) beside ``<file>.sha256``:
 ``utts`` (U,), ``offsets`` (U + 1,: utterance ``u`` owns patches ``offsets[u]:offsets[u+1]``),
@@ -32,13 +43,153 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Iterable, List, NamedTuple, Tuple
+from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.nvv_detect.model import HOP_S, DetectorError, Features, load_arrays, naive_probs, save_arrays
+from pyutils.nvv_detect.arrays import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.utt_sources import add_utt_source_args, utts_from_args
 
+HOP_S = 0.24
+NAIVE_THRESHOLD = 0.5
+CHUNK_HOPS = 1000              # Features.logits: inputs longer than 1000 hops (240 s) go in blocks
+PATCH_SAMPLES = 160 * 95 + 512
+EMBED_OUTPUT, EMBED_DIM = "/model/Reshape_output_0_qdq", 1024
+#: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
+#: breathing, laughter, ... whistling), every class of TAG_CLASSES (Hiss, Snoring, ...) and
+#: three scene classes (measured on the real dev set: all 521 generalise worse to real talkers)
+SCENE_CLASSES = ("Silence", "Music", "Inside, small room")
+N_HUMAN = 72
 KINDS = ("corpus", "real")
+
+
+class Features:
+    """YAMNet patch logits with neighbour context, and optionally the 1024-d embeddings
+    (see the module docstring)."""
+
+    def __init__(self, tagger=None, hop_s: float = HOP_S, context: int = 1, num_threads: int = 1,
+                 feature_ids: Optional[Sequence[int]] = None, embed: bool = False):
+        from pyutils.audio_tagger import YamNet
+
+        self.tagger = tagger or YamNet.load(num_threads=num_threads)
+        self.hop_s, self.context, self.embed = hop_s, context, embed
+        self.feature_ids = np.asarray(feature_ids if feature_ids is not None else default_feature_ids(self.tagger),
+                                      dtype=np.int64)
+        self._emb_session = embedding_session(num_threads) if embed else None
+
+    def _run(self, p: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        if self._emb_session is None:
+            return self.tagger.logits(p).astype(np.float64), None
+        t = self.tagger
+        q = np.clip(np.round(p / t.s_in + t.z_in), 0, 255).astype(np.uint8)
+        lg = np.empty((len(q), len(t.classes)))
+        emb = np.empty((len(q), EMBED_DIM), dtype=np.float32)
+        for i in range(len(q)):
+            out, e = self._emb_session.run(None, {t.input_name: q[i][None, None]})
+            lg[i] = t.s_out * (out.reshape(-1).astype(np.float64) - t.z_out)
+            emb[i] = e.reshape(-1)
+        return lg, emb
+
+    def logits_emb(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+        """Patch start times (s), (N, 521) logits and (N, 1024) embeddings (None unless ``embed``)."""
+        from pyutils.audio_tagger import HOP, SR, _to_16k, patches
+
+        x = _to_16k(x, sr)
+        hop_frames = max(1, int(round(self.hop_s * SR / HOP)))
+        step = CHUNK_HOPS * hop_frames * HOP          # long inputs: blocks of ~4 min (bounded memory)
+        if len(x) <= step + PATCH_SAMPLES:
+            p, t = patches(x, hop_frames)
+            return (t, *self._run(p))
+        ts, lgs, embs = [], [], []
+        for c in range(0, len(x), step):
+            p, t = patches(x[c:c + step + PATCH_SAMPLES], hop_frames)
+            last = c + step >= len(x) - PATCH_SAMPLES
+            keep = slice(None) if last else t * SR < step
+            ts.append(t[keep] + c / SR)
+            lg, emb = self._run(p[keep])
+            lgs.append(lg)
+            embs.append(emb)
+            if last:
+                break
+        return np.concatenate(ts), np.concatenate(lgs), (np.concatenate(embs) if self.embed else None)
+
+    def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Patch start times (s) and (N, 521) logits."""
+        t, lg, _ = self.logits_emb(x, sr)
+        return t, lg
+
+    def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(starts, model features: stacked logits of the kept classes [+ embeddings], raw (N, 521) logits)."""
+        t, lg, emb = self.logits_emb(x, sr)
+        return t, model_input(lg, emb, self.feature_ids, self.context, self.embed), lg
+
+
+def model_input(lg: np.ndarray, emb: Optional[np.ndarray], feature_ids: np.ndarray, context: int,
+                embed: bool) -> np.ndarray:
+    """The detector's input per patch: ``[stack(l[:, ids], context), e]`` (``e`` only with ``embed``)."""
+    f = stack(np.asarray(lg, dtype=np.float64)[:, feature_ids], context)
+    if embed:
+        if emb is None:
+            raise DetectorError("this model reads YAMNet embeddings: none were computed")
+        f = np.concatenate([f, np.asarray(emb, dtype=np.float64)], axis=1)
+    return f
+
+
+def embedding_session(num_threads: int = 1):
+    """An ONNX Runtime session of the YAMNet graph with a second output: the 1024-d embedding
+    (the dequantised global-average-pooled activations the classifier reads; the int8 export
+    does not expose it, so the graph is loaded with ``onnx`` and the output added in memory)."""
+    import onnx
+    import onnxruntime as ort
+
+    from pyutils.audio_tagger import default_dir
+
+    m = onnx.load(str(default_dir() / "model.onnx"))
+    if EMBED_OUTPUT not in {o for n in m.graph.node for o in n.output}:
+        raise DetectorError(f"{default_dir()}/model.onnx has no tensor {EMBED_OUTPUT}")
+    m.graph.output.append(onnx.helper.make_tensor_value_info(EMBED_OUTPUT, onnx.TensorProto.FLOAT, None))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = num_threads
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def stack(lg: np.ndarray, context: int) -> np.ndarray:
+    """``[l_i, l_{i-1}, l_{i+1}, ..., l_{i-c}, l_{i+c}]`` per row (edges repeated)."""
+    parts = [lg]
+    for d in range(1, context + 1):
+        prev = np.concatenate([np.repeat(lg[:1], d, axis=0), lg[:-d]])[: len(lg)]
+        nxt = np.concatenate([lg[d:], np.repeat(lg[-1:], d, axis=0)])[: len(lg)]
+        parts += [prev, nxt]
+    return np.concatenate(parts, axis=1)
+
+
+def default_feature_ids(tagger) -> List[int]:
+    """Indices of the kept AudioSet classes (see :data:`SCENE_CLASSES`)."""
+    from pyutils.audio_tagger import TAG_CLASSES
+
+    names = [c for cs in TAG_CLASSES.values() for c in cs] + list(SCENE_CLASSES)
+    return sorted(set(range(N_HUMAN)) | set(tagger.class_ids(names)))
+
+
+def naive_probs(tagger, logits: np.ndarray, tags: Sequence[str]) -> np.ndarray:
+    """(N, T) zero-shot tag scores: max sigmoid over the tag's AudioSet classes (0 if none)."""
+    from pyutils.audio_tagger import TAG_CLASSES
+
+    s = 1.0 / (1.0 + np.exp(-logits))
+    out = np.zeros((len(logits), len(tags)))
+    for j, tag in enumerate(tags):
+        names = TAG_CLASSES.get(tag)
+        if names:
+            out[:, j] = s[:, tagger.class_ids(names)].max(axis=1)
+    return out
+
+
+def naive_events(tagger, utt_id: str, starts, logits, tags: Sequence[str]) -> List[dict]:
+    from pyutils.nvv_detect.events import frames_to_events
+
+    return frames_to_events(utt_id, starts, naive_probs(tagger, logits, tags), tags,
+                            [NAIVE_THRESHOLD] * len(tags))
 
 
 class Utt(NamedTuple):
@@ -106,8 +257,6 @@ def load(path: Path) -> Tuple[str, List[Utt]]:
 
 
 def main(argv=None) -> int:
-    from pyutils.nvv_detect.train import add_utt_source_args, utts_from_args
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--check-devset", action="store_true",
@@ -132,16 +281,16 @@ def main(argv=None) -> int:
             for split in ("train", "dev"):
                 segments(split)
                 bank_clips(split)
-            print("nvv_detect.features: the real-NVV set material is installed")
+            print("nvv_detect.yamnet_features: the real-NVV set material is installed")
             return 0
         utts, kind = utts_from_args(a)
         feats = Features(hop_s=HOP_S, context=0, num_threads=a.threads, embed=True)
         rows = compute(utts, feats, log=lambda m: print(m, file=sys.stderr))
         save(rows, kind, a.out)
     except (DetectorError, DevsetError, BankError, TaggerError, OSError, ValueError) as e:
-        print(f"nvv_detect.features: error: {e}", file=sys.stderr)
+        print(f"nvv_detect.yamnet_features: error: {e}", file=sys.stderr)
         return 3 if a.check_devset else 1
-    print(f"nvv_detect.features: {len(rows)} utterances, {sum(len(r.starts) for r in rows)} patches -> {a.out}")
+    print(f"nvv_detect.yamnet_features: {len(rows)} utterances, {sum(len(r.starts) for r in rows)} patches -> {a.out}")
     return 0
 
 
