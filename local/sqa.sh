@@ -20,14 +20,14 @@ set -euo pipefail
 stage=0                 # first stage to run
 stop_stage=8            # last stage to run
 preset=default          # ci | default | large: corpus size and training config
-nj=2                    # parallel jobs for dump and baselines
-corpus_dir=             # where stage 0 writes the mini corpus (default: corpus/sqa_mini4_<preset>; 3: real talkers in train, 4: neural voices)
-synth_opts=             # more chorus-synth sqa options, e.g. "--voices espeak" (the corpus before the neural voices; give another --corpus_dir with it)
+nj=auto                 # parallel jobs (auto: the number of cores, at most 8)
+corpus=mini             # mini (chorus-synth sqa) | qualispeech (QUALISPEECH in db.sh)
+corpus_dir=             # the mini corpus (default: corpus/sqa_mini4_<preset>)
+synth_args=             # more chorus-synth sqa options, e.g. "--voices espeak" (give another --corpus_dir with it)
+prep_args=              # more chorus-prep qualispeech options, e.g. "--untimed-fault drop"
 seed=0                  # corpus seed
 n_mels=80               # log-mel bins
-pitch_feature=true      # append the pitch contour (pyutils.sqa.cues.pitch_track: voicing and the
-                        # log period's change per 10 ms; RESULTS.md)
-pitch_rate=16000        # the rate the contour is analysed at: 16000, or 8000 (about 2x cheaper)
+pitch_feature=true      # append the pitch contour (pyutils.sqa.cues.pitch_track; RESULTS.md)
 datadir=data            # Kaldi-style data dirs
 dumpdir=dump            # features + 16 kHz audio
 expdir=exp              # models, logs, results
@@ -35,15 +35,11 @@ train_set=train         # training set name
 valid_set=dev           # set used for early stopping and tuning
 test_sets="test test_real"   # sets to infer and score (test_real: real speech, dropped if the corpus has none)
 utt_embed=true          # stage 2: cache utterance embeddings (pyutils.sqa.embed) for the score head
-embed_opts="--whisper base --whisper-layer 3 --p808 true --p835 false"   # options of pyutils.sqa.embed (block 3: RESULTS.md)
-                        # dump; add "--frames-dim 48" to keep the Whisper frames (frame_embed: true in the config)
+embed_args="--whisper base --whisper-layer 3 --p808 true --p835 false"   # pyutils.sqa.embed options (see --help)
 sqa_config=             # training hyper-parameters (default: conf/train_sqa_<preset>.yaml)
-tag=                    # model dir is exp/sqa_<tag> (default: the preset)
+sqa_tag=                # model dir is exp/sqa_<sqa_tag> (default: the preset)
 score_column="Overall quality"   # QualiSpeech column used as the reference score
-prep_opts=""            # extra options for `chorus-prep qualispeech` (real data), e.g. "--untimed-fault drop"
-region_tune=after       # stage 5: noise/distortion class per detected region, its threshold tuned on dev
-                        # after the per-fault parameters (after), with them re-tuned under it (joint: better on
-                        # unseen fault families, slightly worse in-distribution, RESULTS.md), or off
+region_tune=after       # stage 5: a noise/distortion class per detected region, tuned on dev (after | off)
 skip_baselines=false    # true: skip stage 4 (non-learned baselines)
 num_plots=4             # recordings plotted in stage 7
 submission_dir=submission   # stage 8 output dir
@@ -51,87 +47,61 @@ copy_results=auto       # copy RESULTS.md into the recipe dir (auto: only for pr
 help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop_stage M] [options]
 Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals.
 Stages: 0 corpus, 1 data, 2 features+embeddings, 3 stats, 4 baselines, 5 train, 6 inference,
-7 scoring, 8 package (header of local/sqa.sh). Examples:
+7 scoring, 8 package (header of local/sqa.sh). --embed_args: block 3 of Whisper base (RESULTS.md);
+add \"--frames-dim 48\" to keep the Whisper frames (frame_embed: true in the config). Examples:
   ./run.sh                                  # default preset, all stages
   ./run.sh --preset ci                      # whole recipe in ~2-3 minutes
-  ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/tuning/train_default_short.yaml --tag short"
+  ./run.sh --corpus qualispeech             # QualiSpeech (QUALISPEECH in db.sh)
+  ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/my_train.yaml --sqa_tag mytry"
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
 
-. ./path.sh
-. ./cmd.sh
-. ./db.sh
-qualispeech=${QUALISPEECH:-}   # QualiSpeech root (default: QUALISPEECH in db.sh); empty = mini corpus
-. utils/parse_options.sh
-
-case "${preset}" in
-  ci|default|large) ;;
-  *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
-esac
-# preset defaults (options left empty)
+check_options() {
+  case "${region_tune}" in after|off) ;;
+    *) echo "$0: unknown --region_tune '${region_tune}' (use after or off)" >&2; exit 2 ;;
+  esac
+  case "${corpus}" in mini) ;; qualispeech) corpus_path qualispeech > /dev/null ;;
+    *) echo "$0: unknown --corpus '${corpus}' (use mini or qualispeech)" >&2; exit 2 ;;
+  esac
+}
+check_options
 : "${corpus_dir:=corpus/sqa_mini4_${preset}}"
 : "${sqa_config:=conf/train_sqa_${preset}.yaml}"
-: "${tag:=${preset}}"
-
-if [ $# -ne 0 ]; then
-  echo "${help_message}" >&2
-  echo "$0: unexpected arguments: $*" >&2
-  exit 2
-fi
-case "${region_tune}" in
-  after|joint|off) ;;
-  *) echo "$0: unknown --region_tune '${region_tune}' (use after, joint or off)" >&2; exit 2 ;;
-esac
-case "${pitch_rate}" in
-  16000|8000) ;;
-  *) echo "$0: unknown --pitch_rate '${pitch_rate}' (use 16000 or 8000)" >&2; exit 2 ;;
-esac
-. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
-
+: "${sqa_tag:=${preset}}"
+real_corpus=""; [ "${corpus}" = mini ] || real_corpus=$(corpus_path "${corpus}")
 # the mini corpus has test_real only where pocketsphinx-testdata is installed
-drop_real() { test_sets=$(echo " ${test_sets} " | sed 's/ test_real / /; s/^ *//; s/ *$//'); }
-if [ -n "${qualispeech}" ]; then
-  drop_real
-elif [ ! -d /usr/share/pocketsphinx/test/data/librivox ] \
-     || { [ -f "${corpus_dir}/.done" ] && [ ! -d "${corpus_dir}/data/test_real" ]; }; then
-  drop_real
+if [ -n "${real_corpus}" ] || [ ! -d /usr/share/pocketsphinx/test/data/librivox ] \
+   || { [ -f "${corpus_dir}/.done" ] && [ ! -d "${corpus_dir}/data/test_real" ]; }; then
+  test_sets=$(echo " ${test_sets} " | sed 's/ test_real / /; s/^ *//; s/ *$//')
 fi
-model_dir=${expdir}/sqa_${tag}
+model_dir=${expdir}/sqa_${sqa_tag}
 stats_file=${dumpdir}/${train_set}/feats_stats.npz   # lives with the features it describes
 all_sets="${train_set} ${valid_set} ${test_sets}"
-baseline_dir=${expdir}/sqa_baselines_${tag}
-real_corpus=${qualispeech}
-mkdir -p "${expdir}"
-# wall time across resumed runs: seconds spent by earlier runs of this recipe (stage 0 resets it)
-[ ${stage} -le 0 ] && echo 0 > "${expdir}/.sqa_seconds"
-prior_seconds=$(cat "${expdir}/.sqa_seconds" 2>/dev/null || echo 0)
-trap 'echo $(( SECONDS + prior_seconds )) > "${expdir}/.sqa_seconds"' EXIT
+baseline_dir=${expdir}/sqa_baselines_${sqa_tag}
 times_file=${expdir}/stage_times.tsv   # stage_begin/stage_end (utils/stage_prelude.sh)
 
-if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
-  stage_begin 0 corpus
+if in_stage 0 corpus; then
   if [ -n "${real_corpus}" ]; then
-    [ -d "${real_corpus}" ] || { echo "$0: --qualispeech ${real_corpus} is not a directory" >&2; exit 2; }
     log "stage 0: using QualiSpeech at ${real_corpus}; nothing to generate"
   elif [ -f "${corpus_dir}/.done" ]; then
     log "stage 0: mini corpus already in ${corpus_dir}"
   else
     log "stage 0: generating the mini SQA corpus (preset ${preset}) in ${corpus_dir} (log ${expdir}/log/synth_sqa.log)"
-    # shellcheck disable=SC2086  # synth_opts: several words on purpose
+    # shellcheck disable=SC2086  # synth_args: several words on purpose
     utils/run.pl "${expdir}/log/synth_sqa.log" \
       chorus-synth sqa --preset "${preset}" --seed "${seed}" --out "${corpus_dir}" \
-        --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
+        --nj "${nj}" --cmd "${train_cmd}" ${synth_args}
     [ -f "${corpus_dir}/.done" ] || { log "stage 0 failed: no ${corpus_dir}/.done (see ${expdir}/log/synth_sqa.log)"; exit 1; }
   fi
   stage_end
 fi
 
-if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
-  stage_begin 1 data
+if in_stage 1 data; then
   log "stage 1: data preparation"
   if [ -n "${real_corpus}" ]; then
     log "  chorus-prep qualispeech --src ${real_corpus} (log ${expdir}/log/prep_qualispeech.log)"
     # shellcheck disable=SC2086
     utils/run.pl "${expdir}/log/prep_qualispeech.log" \
-      chorus-prep qualispeech --src "${real_corpus}" --out "${datadir}" --score-column "${score_column}" ${prep_opts}
+      chorus-prep qualispeech --src "${real_corpus}" --out "${datadir}" --score-column "${score_column}" ${prep_args}
     grep -v '^#' "${expdir}/log/prep_qualispeech.log" | tail -n 5
   else
     for s in ${all_sets}; do
@@ -154,16 +124,14 @@ if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
   stage_end
 fi
 
-if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
-  stage_begin 2 features+embeddings
+if in_stage 2 features+embeddings; then
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
   pending=""; declare -A _sig   # sets dumped in this run (and their signatures): embedded together below, then marked
   _feat_opts=(--n-mels "${n_mels}")
-  _feat_desc="n_mels=${n_mels} vad=false embed=${utt_embed} ${embed_opts}"   # (vad=false: kept, so older dumps stay valid)
+  _feat_desc="n_mels=${n_mels} vad=false embed=${utt_embed} ${embed_args}"   # (vad=false: kept, so older dumps stay valid)
   if [ "${pitch_feature}" = true ]; then
-    _feat_opts+=(--pitch --pitch-rate "${pitch_rate}")
+    _feat_opts+=(--pitch)
     _feat_desc+=" pitch=true"
-    [ "${pitch_rate}" = 16000 ] || _feat_desc+=" pitch_rate=${pitch_rate}"
   fi
   for s in ${all_sets}; do
     out=${dumpdir}/${s}
@@ -199,7 +167,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     mkdir -p "${dumpdir}/log"
     # shellcheck disable=SC2086
     ${train_cmd} JOB=1:${_maxnj} "${dumpdir}/log/embed.JOB.log" \
-      python -m pyutils.sqa.embed dump "${_pairs[@]}" --missing-ok --job JOB ${embed_opts}
+      python -m pyutils.sqa.embed dump "${_pairs[@]}" --missing-ok --job JOB ${embed_args}
   fi
   for s in ${pending}; do
     out=${dumpdir}/${s}
@@ -225,16 +193,14 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   stage_end
 fi
 
-if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
-  stage_begin 3 stats
+if in_stage 3 stats; then
   log "stage 3: global feature statistics of ${train_set}"
   ${train_cmd} "${dumpdir}/${train_set}/log/stats.log" \
     python -m pyutils.sqa.features stats --feats-scp "${dumpdir}/${train_set}/feats.scp" --out "${stats_file}"
   stage_end
 fi
 
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_baselines}" = false ]; then
-  stage_begin 4 baselines
+if [ "${skip_baselines}" = false ] && in_stage 4 baselines; then
   log "stage 4: non-learned baselines (silero-vad pauses, DNSMOS, energy noise)"
   for s in ${valid_set} ${test_sets}; do
     out=${baseline_dir}/${s}
@@ -266,8 +232,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_baselines}" = fals
   stage_end
 fi
 
-if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
-  stage_begin 5 train+tune
+if in_stage 5 train+tune; then
   log "stage 5: train the SQA model -> ${model_dir} (config ${sqa_config}; log ${model_dir}/log/train.log)"
   mkdir -p "${model_dir}/log"
   if stage_done "${model_dir}/.train.done" 2> /dev/null; then
@@ -305,8 +270,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ]; then
   stage_end
 fi
 
-if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
-  stage_begin 6 inference
+if in_stage 6 inference; then
   log "stage 6: inference on ${test_sets}"
   for s in ${test_sets}; do
     ${decode_cmd} "${model_dir}/log/infer_${s}.log" \
@@ -318,8 +282,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
   stage_end
 fi
 
-if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
-  stage_begin 7 scoring+plots
+if in_stage 7 scoring+plots; then
   log "stage 7: scoring, RESULTS.md and plots"
   for s in ${test_sets}; do
     ${decode_cmd} "${model_dir}/log/score_${s}.log" \
@@ -337,7 +300,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
       --baseline-dir "${baseline_dir}" --preset "${preset}" --out "${model_dir}/RESULTS.md" \
       --data-dir "${datadir}" \
       --stage-times "${times_file}" \
-      --wall-seconds "$(( SECONDS + prior_seconds ))" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
+      --wall-seconds "$(awk -F'\t' 'NR > 1 {s += $2} END {print s + 0}' "${times_file}")" --load "$(cut -d' ' -f1-3 /proc/loadavg)"
   log "  wrote ${model_dir}/RESULTS.md"
   if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
     ${decode_cmd} "${model_dir}/log/copy_results.log" \
@@ -347,8 +310,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
   grep -E '^Final' "${model_dir}/RESULTS.md" | sed 's/^/    /'
 fi
 
-if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
-  stage_begin 8 package
+if in_stage 8 package; then
   log "stage 8: package submissions"
   mkdir -p "${submission_dir}"
   for s in ${test_sets}; do

@@ -40,15 +40,6 @@ def test_extract_and_dump_append_the_pitch_contour_last(tmp_path):
     assert dump(str(tmp_path / "wav.scp"), str(tmp_path / "out"), "1", pitch=True) == 0
     cfg = json.loads((tmp_path / "out" / "feats_config.json").read_text())
     assert cfg == {"n_mels": 80, "pitch": True}
-    # the 8 kHz analysis: named in the config (older configs stay as they were) and used by extract
-    assert dump(str(tmp_path / "wav.scp"), str(tmp_path / "out8"), "1", pitch=True, pitch_rate=8000) == 0
-    cfg8 = json.loads((tmp_path / "out8" / "feats_config.json").read_text())
-    assert cfg8 == {"n_mels": 80, "pitch": True, "pitch_rate": 8000}
-    f8 = extract(dry, cfg8)
-    np.testing.assert_array_equal(f8[:, -len(PITCH_COLS):], pitch_track(dry, f8.shape[0], 8000))
-    assert not np.array_equal(f8[:, -1], f[:, -1]) and np.array_equal(f8[:, :80], f[:, :80])
-    with pytest.raises(ValueError, match="pitch rate"):
-        pitch_track(dry, rate=22050)
 
 
 def test_augmented_training_example_gets_the_pitch_columns_too(tmp_path):
@@ -78,14 +69,8 @@ def test_augmented_training_example_gets_the_pitch_columns_too(tmp_path):
     assert item["feats"][:, 80].numpy().mean() < clean[:, 80].mean()
 
 
-@pytest.mark.parametrize("rate", [16000, 8000])
-def test_pitch_track_follows_a_vibrato_and_stays_flat_on_a_steady_voice(rate):
-    from functools import partial
-
-    from pyutils.sqa.cues import PITCH_COLS
-    from pyutils.sqa.cues import pitch_track as track
-
-    pitch_track = partial(track, rate=rate)    # the same contour at either analysis rate
+def test_pitch_track_follows_a_vibrato_and_stays_flat_on_a_steady_voice():
+    from pyutils.sqa.cues import PITCH_COLS, pitch_track
 
     sr = 16000
     t = np.arange(2 * sr) / sr

@@ -5,7 +5,7 @@ import pytest
 
 from pyutils.sqa.common import FAULTS, frames_to_intervals
 from pyutils.sqa.postproc import (decide_regions, frames_to_fault_intervals, make_row, read_postproc,
-                                   smooth_and_threshold, tune, tune_joint, tune_region)
+                                   smooth_and_threshold, tune, tune_region)
 
 BASE = {"median": 1, "threshold": 0.5, "merge_gap": 0.0, "min_dur": 0.0, "utt_threshold": 0.0}
 
@@ -152,24 +152,19 @@ def test_read_postproc(tmp_path):
             read_postproc(str(p))
 
 
-def test_tune_joint_and_the_cli_write_the_region_threshold(tmp_path):
+def test_the_cli_writes_the_region_threshold(tmp_path):
     pytest.importorskip("pyutils.scoring.sqa")
     from pyutils.io import write_jsonl
     from pyutils.sqa.infer import save_outputs
     from pyutils.sqa.postproc import main
 
     outputs, refs = _split_fault_set()
-    grid = {"median": [1], "threshold": [0.25, 0.5], "merge_gap": [0.0], "min_dur": [0.0], "utt_threshold": [0.0]}
-    params, t, values, calls = tune_joint(outputs, refs, grid, region_grid=[0.5])
-    assert t == 0.5 and values[0.5] > values[0.0] and set(params) == set(FAULTS)
-    assert calls == 2 * (2 * (2 + 1 + 1) + 1)            # two thresholds x (2 passes x 3 groups + the final score)
     save_outputs(str(tmp_path / "out.npz"), outputs)
     write_jsonl(str(tmp_path / "ref.jsonl"), refs)
-    for mode in ("after", "joint", "off"):
+    for mode in ("after", "off"):
         assert main(["tune", "--quick", "--region", mode, "--outputs", str(tmp_path / "out.npz"),
                      "--ref", str(tmp_path / "ref.jsonl"), "--out", str(tmp_path / f"{mode}.json")]) == 0
     assert read_postproc(str(tmp_path / "after.json"))[1] > 0     # the split is mended on this dev set
-    assert read_postproc(str(tmp_path / "joint.json"))[1] > 0
     assert read_postproc(str(tmp_path / "off.json"))[1] == 0.0
 
 

@@ -14,8 +14,9 @@
 #     options are applied, so the command line wins over the file.
 #   * --help / -h prints $help_message and the options (spelt --foo_bar, the
 #     spelling of the docs; --foo-bar is accepted too) with their current
-#     values (taken from the NAME=VALUE lines of the sourcing script, with
-#     their trailing `# comment`), then exits 0.
+#     values (taken from the NAME=VALUE lines of the sourcing script before
+#     the line that sources this file or utils/stage_prelude.sh, with their
+#     trailing `# comment`), then exits 0.
 #   * parsing stops at the first argument that does not start with --
 #     (or at a lone `--`); the rest stays in "$@".
 
@@ -27,13 +28,13 @@ _po_print_help() {
   else
     echo "Usage: $0 [options] ..."
   fi
-  local _po_src="${BASH_SOURCE[2]:-$0}"
+  local _po_src="${_po_script:-${BASH_SOURCE[2]:-$0}}"   # (utils/stage_prelude.sh names its caller)
   [ -f "${_po_src}" ] || return 0
   local _po_line _po_name _po_comment _po_printed=false
   # Top-level NAME=VALUE lines before the line that sources this file.
   while IFS= read -r _po_line; do
     case "${_po_line}" in
-      *parse_options.sh*) break ;;
+      *parse_options.sh*|*stage_prelude.sh*) break ;;
     esac
     if [[ "${_po_line}" =~ ^([A-Za-z_][A-Za-z0-9_]*)= ]]; then
       _po_name="${BASH_REMATCH[1]}"

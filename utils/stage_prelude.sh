@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Shared prelude of the stage scripts in local/ (nvv_asr.sh nvv_tts.sh sqa.sh vc.sh): the one
-# place that owns their shell plumbing. Source it once the options are parsed, with the
-# experiment dir of the run:
+# place that owns their shell plumbing. A stage script declares its options (NAME=DEFAULT  # doc)
+# and help_message, then hands everything else to this file:
 #
-#   . utils/parse_options.sh
-#   . utils/stage_prelude.sh "${expdir}"
+#   . utils/stage_prelude.sh --parse "$@"
+#   check_options() { ... }; check_options   # the script's own checks (exit 2 naming the option)
+#   if in_stage 0 corpus; then ... fi         # every stage gate
 #
+# 0. --parse: the options (utils/parse_options.sh: --name value, --name=value, --config FILE;
+#    --help prints help_message and the options with their docs), any other argument refused
+#    (exit 2), then the recipe's ./path.sh, ./cmd.sh and ./db.sh (in that order: a recipe dir is
+#    the working dir), then --preset checked (ci|default|large; exit 2), then 1-7 below with
+#    ${expdir}. Helpers for the stages: in_stage N NAME (6), min, nlines, kill_tree (8).
+#    (Without --parse: `. utils/stage_prelude.sh EXPDIR` after parse_options.sh, 1-8 only.)
 # 1. Stage range: --stage and --stop_stage (or --stop-stage) must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
 #    --nj (and --inference_nj where the script has it) must be whole numbers >= 1 (or auto).
@@ -44,6 +51,30 @@
 #    jobs with --cmd "${train_cmd}", run through utils/run.pl: on the machine that drives the
 #    recipe, as Kaldi's local/data.sh does).
 
+if [ "${1:-}" = --parse ]; then
+  shift
+  _po_script=${BASH_SOURCE[1]}   # the options whose docs --help prints
+  . "$(dirname "${BASH_SOURCE[0]}")/parse_options.sh"
+  unset _po_script
+  if [ $# -ne 0 ]; then
+    printf '%b\n' "${help_message:-}" >&2
+    echo "$0: unexpected argument(s): $*  (options are --name value; see --help)" >&2
+    exit 2
+  fi
+  for _sp_f in path.sh cmd.sh db.sh; do
+    [ -f "${_sp_f}" ] || { echo "$0: ./${_sp_f} not found: run this from a recipe dir (egs/<recipe>) through its run.sh" >&2; exit 1; }
+  done
+  . ./path.sh
+  . ./cmd.sh
+  . ./db.sh   # the paths of real corpora: read only where --corpus names one
+  case "${preset-default}" in ci|default|large) ;;
+    *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
+  esac
+  SECONDS=0
+  set -- "${expdir:?a stage script has an --expdir option}"
+  unset _sp_f
+fi
+
 _sp_fail() { echo "$0: $*" >&2; exit 2; }
 _sp_max=${max_stage:-8}
 for _sp_name in stage stop_stage; do
@@ -65,6 +96,12 @@ for _sp_name in nj inference_nj; do
   [[ "${_sp_val}" =~ ^[0-9]+$ ]] && [ "$((10#${_sp_val}))" -ge 1 ] \
     || _sp_fail "--${_sp_name} '${_sp_val}' must be a whole number >= 1"
 done
+
+# nj auto: the number of cores (path.sh's OMP_NUM_THREADS=1 is not the machine's), at most 8
+if [ "${nj-}" = auto ]; then
+  nj=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+  [ "${nj}" -le 8 ] || nj=8
+fi
 
 _sp_nested=false
 _sp_expdir=${1:-}
@@ -160,15 +197,19 @@ log() {
 # 6. Stages and their clock (one <expdir>/stage_times.tsv)
 _sp_stage=""; _sp_stage_name=""; _sp_stage_t0=$(date +%s)
 _sp_times=""
-if [ -n "${_sp_expdir}" ] && ! ${_sp_nested}; then
-  _sp_times=${_sp_expdir}/stage_times.tsv
+[ -z "${_sp_expdir}" ] || ${_sp_nested} || _sp_times=${_sp_expdir}/stage_times.tsv
+_sp_times_fresh=false
+_sp_times_start() {  # at the first stage_begin (a run refused by its option checks leaves the file alone)
+  ${_sp_times_fresh} && return 0
+  _sp_times_fresh=true
+  [ -n "${_sp_times}" ] || return 0
   if [ -f "${_sp_times}" ] && [ "${stage}" -gt 0 ]; then
     awk -F'\t' -v s="${stage}" 'NR == 1 || ($1 + 0 < s)' "${_sp_times}" > "${_sp_times}.tmp"
   else
     printf 'stage\twall_s\tcpu_s\tload\n' > "${_sp_times}.tmp"
   fi
   mv "${_sp_times}.tmp" "${_sp_times}"
-fi
+}
 _sp_cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$$/stat"; }
 _sp_tck=$(getconf CLK_TCK)
 _sp_wall=${SECONDS}
@@ -176,6 +217,7 @@ _sp_cpu=$(_sp_cpu_ticks)
 _sp_open=false
 stage_begin() {  # stage_begin N NAME (ends the stage still open, if any)
   stage_end > /dev/null
+  _sp_times_start
   _sp_stage=$1; _sp_stage_name=${2:-}; _sp_open=true
   _sp_stage_t0=$(date +%s)
   _sp_wall=${SECONDS}; _sp_cpu=$(_sp_cpu_ticks)
@@ -195,6 +237,10 @@ stage_end() {  # the time row of the stage begun last (kept only by a run that h
   echo "$(date '+%Y-%m-%dT%H:%M:%S') timing: stage ${_sp_stage}${_sp_stage_name:+ ${_sp_stage_name}}: wall ${wall} s, CPU ${cpu} s, load ${load}"
   _sp_wall=${SECONDS}; _sp_cpu=${c}
 }
+in_stage() {  # in_stage N NAME: true, with stage N begun, when this run covers stage N
+  [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ] || return 1
+  stage_begin "$1" "${2:-}"
+}
 
 # 7. The failure line (ERR trap). The job backends write the failing job's log to
 #    $CHORUS_FAILED_LOG (pyutils.jobs.common.failure_report); a nested stage script keeps
@@ -205,25 +251,70 @@ if [ -z "${CHORUS_FAILED_LOG:-}" ] && [ -n "${_sp_expdir}" ]; then
   export CHORUS_FAILED_LOG
 fi
 _sp_err_reported=false
+exec {_sp_stderr}>&2   # the failure lines reach the console even from a step whose output goes to a log
+# _sp_src_cmd FILE LINE: the command written at FILE:LINE (with its continuation lines)
+_sp_src_cmd() {
+  awk -v n="$2" 'NR >= n { sub(/^[ \t]+/, ""); c = c (c == "" ? "" : " ") $0
+                  if (!sub(/[ \t]*\\$/, "", c)) { print c; exit } }' "$1" 2>/dev/null | cut -c1-400
+}
 _sp_on_err() {  # $1 exit status, $2 line, $3 command (as written in the script)
   [ "${BASH_SUBSHELL}" -eq 0 ] || return 0    # reported by the shell that runs the script
   ${_sp_err_reported} && return 0
   _sp_err_reported=true
-  local what="stage ${_sp_stage:-?}" logf="" code="" now
+  local what="stage ${_sp_stage:-?}" logf="" code="" now file=${BASH_SOURCE[1]} line=$2 cmd=$3
   [ -n "${_sp_stage}" ] || what="set-up (before stage ${stage})"
+  # a function that returned its command's status (return ${rc}), or a wrapper that runs its
+  # arguments ("$@"): the command is the one written where that function was called
+  # (a failed `return` is reported in its caller's frame, at the call)
+  if [[ "${cmd}" == '"$@"'* ]] && [ -n "${BASH_SOURCE[2]:-}" ]; then
+    file=${BASH_SOURCE[2]}; line=${BASH_LINENO[1]}; cmd=$(_sp_src_cmd "${file}" "${line}")
+  elif [[ "${cmd}" == return* || "${cmd}" == tee\ * ]]; then   # (tee: the pipeline as written)
+    cmd=$(_sp_src_cmd "${file}" "${line}")
+  fi
   now=$(date '+%Y-%m-%dT%H:%M:%S')
-  echo "${now} ${what} failed at ${BASH_SOURCE[1]##*/}:$2: $3 (exit $1)" >&2
+  echo "${now} ${what} failed at ${file##*/}:${line}: ${cmd} (exit $1)" >&"${_sp_stderr}"
   if [ -n "${CHORUS_FAILED_LOG:-}" ] && [ -s "${CHORUS_FAILED_LOG}" ] \
      && [ "$(stat -c %Y "${CHORUS_FAILED_LOG}")" -ge "${_sp_stage_t0}" ]; then
     logf=$(< "${CHORUS_FAILED_LOG}")
     # the job's own exit status (the backends say 1 for any failure): a step that refuses its
     # input with 2 makes the stage script exit 2 too, as if it had run without a backend
     code=$(sed -n 's/^# Ended (code \([0-9][0-9]*\)).*/\1/p' "${logf}" 2>/dev/null | tail -n 1)
-    echo "${now} ${what}: read ${logf}${code:+ (the job ended with code ${code})}" >&2
+    echo "${now} ${what}: read ${logf}${code:+ (the job ended with code ${code})}" >&"${_sp_stderr}"
+    [ -z "${step_log:-}" ] || echo "${now} ${what}: (the step's own output: ${step_log})" >&"${_sp_stderr}"
     if [ -n "${code}" ] && [ "${code}" -ne 0 ]; then exit "${code}"; fi
+  elif [ -n "${step_log:-}" ]; then
+    echo "${now} ${what}: read ${step_log}" >&"${_sp_stderr}"
   else
-    echo "${now} ${what}: no job log: the command's own output is above" >&2
+    echo "${now} ${what}: no job log: the command's own output is above" >&"${_sp_stderr}"
   fi
 }
 set -E
 trap '_sp_on_err "$?" "${LINENO}" "${BASH_COMMAND}"' ERR
+
+# 8. Helpers of the stages.
+#      logged LOG CMD...   CMD's output goes to LOG (a nested stage script, a function running
+#                          several steps); if it fails, the failure line names CMD and LOG
+#      min A B...          the smallest of whole numbers
+#      nlines FILE         lines of FILE (0 when it does not exist)
+#      corpus_path NAME    the dir of real corpus NAME in db.sh (--corpus NAME; NAME in capitals there)
+#      kill_tree PID       end a background job and everything it started (ours, by id)
+logged() {
+  local _lg=$1; shift
+  mkdir -p "$(dirname "${_lg}")"
+  step_log=${_lg}
+  "$@" > "${_lg}" 2>&1
+  step_log=
+}
+min() { local a=$1 b; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
+nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+corpus_path() {  # corpus_path NAME: the dir db.sh gives --corpus NAME (variable NAME in capitals), checked
+  local var; var=$(echo "$1" | tr '[:lower:]' '[:upper:]')
+  [ -n "${!var:-}" ] || { echo "$0: --corpus $1 needs ${var}=<dir> in db.sh" >&2; exit 2; }
+  [ -d "${!var}" ] || { echo "$0: ${var}=${!var} (db.sh, --corpus $1) is not a directory" >&2; exit 2; }
+  echo "${!var}"
+}
+kill_tree() {
+  local pid=$1 child
+  for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
+  kill "${pid}" 2>/dev/null || true
+}

@@ -30,10 +30,9 @@ def _normalised_acf(frames: np.ndarray, win: np.ndarray, lags: int) -> tuple:
 PITCH_COLS = ("voicing", "log_period_delta")
 
 
-PITCH_RATES = (16000, 8000)   # analysis rates of pitch_track (Hz)
 
 
-def pitch_track(x: np.ndarray, n_frames: int | None = None, rate: int = 16000) -> np.ndarray:
+def pitch_track(x: np.ndarray, n_frames: int | None = None) -> np.ndarray:
     """(n_frames, 2) float32 pitch contour at 10 ms: voicing strength (normalised autocorrelation
     peak at 80-400 Hz, 40 ms frames) and the change of the log pitch period from the previous
     frame (the lag refined by a parabola through the peak; 0 unless both frames are voiced, peak
@@ -42,26 +41,14 @@ def pitch_track(x: np.ndarray, n_frames: int | None = None, rate: int = 16000) -
     real talker's own intonation moves it as much as a fault does, and with it the model lost on
     real speech (egs/sqa/RESULTS.md).
 
-    ``x`` is 16 kHz. ``rate`` 8000 analyses it decimated by 2 (``scipy.signal.resample_poly``;
-    the same 40 ms frames and 80-400 Hz lags in half the samples, a 512- instead of a 1024-point
-    FFT): about 2x cheaper; the log-period change does not depend on the rate, the values
-    differ only by the decimation and the coarser lag grid."""
+    ``x`` is 16 kHz."""
     x = np.asarray(x, dtype=np.float64)
     n = 1 + len(x) // HOP if n_frames is None else int(n_frames)
     if n <= 0:
         return np.zeros((0, len(PITCH_COLS)), dtype=np.float32)
-    if rate not in PITCH_RATES:
-        raise ValueError(f"pitch rate {rate!r}: one of {PITCH_RATES}")
-    d = 16000 // int(rate)                      # decimation factor: 1 or 2
-    if d > 1:
-        from scipy.signal import resample_poly
-
-        x = resample_poly(x, 1, d)
-    win, hop, lag_min, lag_max = PITCH_WIN // d, HOP // d, LAG_MIN // d, LAG_MAX // d
+    win, hop, lag_min, lag_max = PITCH_WIN, HOP, LAG_MIN, LAG_MAX
     xp = np.pad(x, (win // 2, win // 2 + win))
     fr = np.lib.stride_tricks.sliding_window_view(xp, win)[::hop][:n]
-    if len(fr) < n:                             # resample_poly may round a sample off the end
-        fr = np.concatenate([fr, np.zeros((n - len(fr), win))])
     r, ac0 = _normalised_acf(fr, np.hanning(win + 1)[:-1], lag_max + 2)   # one lag more: parabola
     k = r[:, lag_min:lag_max + 1].argmax(1) + lag_min
     rows = np.arange(n)

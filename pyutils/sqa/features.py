@@ -72,6 +72,8 @@ def check_config(cfg: dict) -> dict:
     names a retired column switched on (those features can no longer be made)."""
     cfg = {"n_mels": 80, **(cfg or {})}
     used = [k for k in RETIRED_FEATURES if cfg.get(k)]
+    if int(cfg.get("pitch_rate", 16000)) != 16000:   # the 8 kHz pitch analysis (not adopted)
+        used.append(f"pitch_rate {cfg['pitch_rate']}")
     if used:
         raise ValueError(f"feature config {cfg}: made with {', '.join(used)}, columns this version "
                          f"no longer computes (not adopted: egs/sqa/RESULTS.md); dump and train again")
@@ -81,14 +83,13 @@ def check_config(cfg: dict) -> dict:
 def extract(x: np.ndarray, cfg: dict | None = None) -> np.ndarray:
     """Model input features of ``cfg`` (``{"n_mels": 80, "pitch": False}``, a dump's
     ``feats_config.json``): the log-mel, then with ``pitch`` the two columns of
-    :func:`pyutils.sqa.cues.pitch_track` (analysed at ``pitch_rate``, 16000 by default)."""
+    :func:`pyutils.sqa.cues.pitch_track`."""
     cfg = check_config(cfg)
     feats = fbank(x, int(cfg["n_mels"]))
     if cfg.get("pitch"):
         from pyutils.sqa.cues import pitch_track
 
-        rate = int(cfg.get("pitch_rate", 16000))    # dumps from before the option: 16 kHz
-        feats = np.concatenate([feats, pitch_track(x, feats.shape[0], rate)], axis=1)
+        feats = np.concatenate([feats, pitch_track(x, feats.shape[0])], axis=1)
     return feats
 
 
@@ -102,8 +103,7 @@ def _is_plain_16k_mono(entry: str) -> bool:
     return info.samplerate == SAMPLE_RATE and info.channels == 1
 
 
-def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = False,
-         pitch_rate: int = 16000) -> int:
+def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = False) -> int:
     """Extract features of one wav.scp piece; returns the number skipped.
 
     Writes ``feats.JOB.{ark,scp}``, ``wav.JOB.scp`` (16 kHz mono; resampled
@@ -118,8 +118,6 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = Fa
     cfg = {"n_mels": n_mels}
     if pitch:
         cfg["pitch"] = True
-        if int(pitch_rate) != 16000:   # only where used: older configs stay identical
-            cfg["pitch_rate"] = int(pitch_rate)
     cfg_path = os.path.join(outdir, "feats_config.json")
     os.makedirs(outdir, exist_ok=True)
     with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
@@ -184,7 +182,6 @@ def global_stats(feats_scp: str) -> dict:
 
 
 def main(argv=None) -> int:
-    from pyutils.sqa.cues import PITCH_RATES
 
     p = argparse.ArgumentParser(prog="python -m pyutils.sqa.features", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,14 +192,12 @@ def main(argv=None) -> int:
     d.add_argument("--job", default="1")
     d.add_argument("--n-mels", type=int, default=80)
     d.add_argument("--pitch", action="store_true", help="append the pitch contour (pyutils.sqa.cues.pitch_track)")
-    d.add_argument("--pitch-rate", type=int, default=16000, choices=PITCH_RATES,
-                   help="with --pitch: the rate it is analysed at (8000: about 2x cheaper)")
     s = sub.add_parser("stats", help="global mean/std of a feats.scp")
     s.add_argument("--feats-scp", required=True)
     s.add_argument("--out", required=True)
     args = p.parse_args(argv)
     if args.cmd == "dump":
-        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.pitch, args.pitch_rate)
+        dump(args.wav_scp, args.outdir, args.job, args.n_mels, args.pitch)
         return 0
     stats = global_stats(args.feats_scp)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

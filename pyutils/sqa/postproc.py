@@ -249,21 +249,6 @@ def tune_region(outputs: dict, ref_rows: List[dict], params: Dict[str, dict],
     return _best_region(values), values
 
 
-def tune_joint(outputs: dict, ref_rows: List[dict], grid: dict | None = None,
-               region_grid: Sequence[float] | None = None) -> tuple:
-    """Steps 1-5 re-tuned under each step-6 threshold (0 = off included); the threshold whose
-    tuned parameters give the best dev noise + distortion F1 + IoU (off unless strictly better).
-    Returns (params, threshold, {threshold: value}, scorer calls); ~8x the calls of :func:`tune`."""
-    outputs, thresholds = _region_setup(outputs, ref_rows, region_grid)
-    values, tuned, calls = {}, {}, 0
-    for t in thresholds:
-        tuned[t], table = tune(outputs, ref_rows, grid, region_threshold=t)
-        values[t] = _region_value(outputs, ref_rows, tuned[t], t)
-        calls += len(table) // len(FAULTS) + 1
-    best = _best_region(values)
-    return tuned[best], best, values, calls
-
-
 def sweep(outputs: dict, ref_rows: List[dict], params: Dict[str, dict], region_threshold: float,
           fault: str, param: str, values: Sequence[float]) -> List[dict]:
     """Final and the fault's F1 / IoU with one parameter of one fault set to each value.
@@ -320,10 +305,9 @@ def main(argv=None) -> int:
     t.add_argument("--ref", required=True, help="dev reference JSONL")
     t.add_argument("--out", required=True, help="postproc.json to write (saved with the model)")
     t.add_argument("--quick", action="store_true", help="a smaller grid (ci preset)")
-    t.add_argument("--region", choices=("after", "joint", "off"), default="after",
+    t.add_argument("--region", choices=("after", "off"), default="after",
                    help="step 6 (the noise/distortion class per detected region): its threshold tuned after "
-                        "steps 1-5 (default), steps 1-5 re-tuned under each threshold (joint; better on "
-                        "unseen fault families, slightly worse in-distribution: egs/sqa/RESULTS.md), or off")
+                        "steps 1-5 (default), or off")
     w = sub.add_parser("sweep", help="Final and one fault's F1/IoU as one tuned parameter varies")
     w.add_argument("--postproc", required=True, help="the model's postproc.json (all other parameters)")
     w.add_argument("--outputs", required=True, help="outputs.npz of pyutils.sqa.infer on the split")
@@ -339,14 +323,11 @@ def main(argv=None) -> int:
     grid = QUICK_GRID if args.quick else GRID
     outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
     region, region_values = 0.0, {}
-    if args.region == "joint":
-        params, region, region_values, calls = tune_joint(outputs, refs, grid)
-    else:
-        params, table = tune(outputs, refs, grid)
-        calls = len(table) // len(FAULTS)
-        if args.region == "after":
-            region, region_values = tune_region(outputs, refs, params)
-            calls += len(region_values)
+    params, table = tune(outputs, refs, grid)
+    calls = len(table) // len(FAULTS)
+    if args.region == "after":
+        region, region_values = tune_region(outputs, refs, params)
+        calls += len(region_values)
     from pyutils.scoring.sqa import score_sqa
 
     res = score_sqa(refs, rows_from_outputs(with_reference(outputs, refs), params, region))
