@@ -4,7 +4,8 @@ Sources (Debian packages, acted NVVs of game characters; licences in
 ``pyutils/synth/README.md``): ``hedgewars-data`` voice packs (``Laugh``,
 ``PoisonCough``, ``PoisonMoan``, ``Hmm``), ``openarena-081-players`` player
 sounds inside ``pak2-players.pk3`` (``gasp``: the gasp for air of a character
-surfacing), ``fillets-ng-data`` (the viking laughs ``viking2/en/dr-7-sm*``).
+surfacing), ``fillets-ng-data`` (the viking laughs ``viking2/en/dr-7-sm*``),
+``frozen-bubble-data`` (``snd/snore.ogg``, a snore).
 
 ``conf/nvv_bank.tsv`` is the manifest: every candidate clip with its tag, talker,
 talker group, split, source (package, version, licence, file), SHA-256 of the
@@ -77,10 +78,12 @@ COLUMNS = ("clip_id", "tag", "split", "talker", "group", "package", "version", "
 HW_ROOT = "/usr/share/games/hedgewars/Data/Sounds/voices"
 OA_PK3 = "/usr/share/games/openarena/baseoa/pak2-players.pk3"
 FI_ROOT = "/usr/share/games/fillets-ng/sound"
+FB_SND = "/usr/share/games/frozen-bubble/snd"
 PACKAGES = {
     "hedgewars-data": {"version": "1.0.2-6", "licence": "GFDL-1.3", "probe": HW_ROOT},
     "openarena-081-players": {"version": "0.8.5split-14", "licence": "GPL-2+", "probe": OA_PK3},
     "fillets-ng-data": {"version": "1.0.1-1.1", "licence": "GPL-2+", "probe": FI_ROOT},
+    "frozen-bubble-data": {"version": "2.212-11", "licence": "GPL-2", "probe": FB_SND},
 }
 HW_TAGS = {"Laugh.ogg": "laugh", "PoisonCough.ogg": "cough", "PoisonMoan.ogg": "moan", "Hmm.ogg": "hum"}
 EFFECTED = {"hedgewars-data": {"Robot": "vocoded voice pack", "Singer": "sung voice pack"},
@@ -157,6 +160,10 @@ def candidates() -> Iterator[dict]:
         if p.is_file():
             yield {"tag": "laugh", "talker": "fillets-ng:viking2", "package": "fillets-ng-data",
                    "path": str(p), "pack_key": "viking2", "bytes": p.read_bytes()}
+    p = Path(FB_SND) / "snore.ogg"
+    if p.is_file():
+        yield {"tag": "snore", "talker": "frozen-bubble:snore", "package": "frozen-bubble-data",
+               "path": str(p), "pack_key": "snore", "bytes": p.read_bytes()}
 
 
 def _pack_files(package: str, key: str) -> Dict[str, bytes]:
