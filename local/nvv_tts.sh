@@ -13,7 +13,6 @@
 #   5 train          espnet2.bin.{gan_tts,tts}_train
 #   6 synthesis      espnet2.bin.tts_inference for every test set (+ --infer_jsonl); log-mel
 #                    models: Griffin-Lim by pyutils/tts/vocoder.py (--vocoder, --gl_iters, --gl_power),
-#                    optionally after a global-variance post-filter (--gv_strength; training GV -> exp dir);
 #                    WORLD-feature models (config with odim): the WORLD vocoder (pyutils/tts/world.py)
 #   7 evaluation     ASR-based CER/PCER/OCER + Track 1 F1/mNTD, Whisper judge WER, YAMNet NVV recall/false
 #                    alarms, speaker SIM (2 encoders), DNSMOS + DistillMOS, FD -> RESULTS.md
@@ -38,46 +37,39 @@
 # changed inputs and are redone too); a stage killed halfway is redone. Stage 8 always runs.
 set -euo pipefail
 
-# ---------------------------------------------------------------- options
 stage=0                 # first stage to run
 stop_stage=8            # last stage to run
 preset=default          # ci|default|large: corpus size, model config, epochs
 lang=en                 # en|zh|vi: selects the text front-end (one language per run)
-nj=2                    # parallel jobs (data, stats, synthesis)
+nj=auto                 # parallel jobs (auto: the number of cores, at most 8)
 ngpu=0                  # GPUs for training (0 = CPU)
-tts_method=espnet       # espnet: an ESPnet model trained here (FastSpeech + WORLD by default) | cascade: pretrained
-                        # parts, nothing trained (bank voice + recorded NVVs + kNN-VC; en, zh) | auto: cascade for
-                        # en and zh, else espnet (egs/nvv_tts/run.sh's default)
-tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC on its training recordings;
-                        # false: every utterance in --tts_voice; chosen by the targets, egs/nvv_tts/RESULTS.md)
-tts_warp=true           # cascade: speak in --tts_voice warped (pitch and formants) to each target speaker's median F0,
-                        # fitted on its training recordings in stage 5 (pyutils/tts/cascade.py speaker_warps)
+tts_method=espnet       # espnet | cascade | auto (see --help)
+tts_convert=false       # cascade: convert the speech to the target speaker (kNN-VC; egs/nvv_tts/RESULTS.md)
+tts_warp=true           # cascade: --tts_voice warped (pitch, formants) to each target speaker's median F0 (stage 5)
 tts_voice=              # cascade: the voice-bank voice that speaks (default <lang>_s00: piper joe / gcin speaker 3)
 knn_ref_s=30            # cascade: seconds of a speaker's training speech in its kNN matching set (stage 5)
 gpu_inference=false     # synthesise on GPU
-corpus=mini             # mini|nvbench|emilia_nv|nonverbaltts (real ones read paths from db.sh)
+corpus=mini             # mini | nvbench | emilia_nv | nonverbaltts (NVBENCH, EMILIA_NV, NONVERBALTTS in db.sh)
 corpus_splits="train dev test"  # names of the corpus' train/dev/test data dirs (real corpora: e.g. "train validation test")
 unmapped=drop_tag       # real corpora: labels without a challenge tag (drop_tag|keep_text|drop_utt, see chorus-prep)
 corpus_dir=             # corpus location (default: corpus/nvv_<lang>_<preset>, or the identical one of ../nvv_asr_<lang>)
-synth_opts=             # more chorus-synth nvv options, e.g. "--voices espeak --nvv-sounds generated" (the
-                        # corpora before the voice and NVV banks; give another --corpus_dir with it)
+synth_args=             # more chorus-synth nvv options, e.g. "--voices espeak" (give another --corpus_dir with it)
 datadir=data            # Kaldi data dirs
 dumpdir=dump            # dumped, tokenised data
 expdir=exp              # experiments
 train_set=              # training data dir name under datadir (default: train_<lang>[_<preset> unless default])
 valid_set=              # validation data dir name (default: dev_<lang>)
 test_sets=              # space-separated test data dir names (default: test_<lang>)
-valid_max_utts=         # validate on at most this many dev utterances (0 = all; spread over speakers; default: ci 10, default 30, large 0)
-test_max_utts=          # synthesise/evaluate at most this many test utterances (0 = all; default: ci 8, default 36, large 0)
-train_threads=1         # torch threads of the training job (>1 only on an idle machine: OpenMP threads spin-wait on shared cores)
-train_precision=float32 # float32|bfloat16|auto (= bfloat16 autocast on a CPU with native bf16 units; pyutils/tts/train.py, README)
+valid_max_utts=         # validate on at most this many dev utterances (0 = all; default: ci 10, default 30, large 0)
+test_max_utts=          # synthesise and evaluate at most this many test utterances (0 = all; default: ci 8, default 36, large 0)
+train_threads=1         # torch threads of the training job (>1 only on an idle machine)
 skip_data_prep=false    # true: datadir/<sets> already exist (made by the caller); start at stage 2 content
 token_type=phn          # phn|char (zh also: pinyin); see pyutils/tts/frontend.py
-align_min_steps=false   # duration models: at least one decoder step per phone/tag part (pyutils/tts/align.py --min-steps; README)
 tag_parts=3             # duration models: tokens per NVV tag ([laugh] [laugh]~2 ...), aligned in order inside the event
 tts_task=               # gan_tts (VITS) | tts (Tacotron2/FastSpeech2); default from the config name
 tts_config=             # training config (default: conf/train_fastspeech_world_<preset>.yaml; large: conf/tuning/train_vits.yaml)
-tts_exp=                # experiment dir (default: exp/tts_<lang>_<config name>)
+tts_tag=                # exp dir exp/tts_<tts_tag> (default: <lang>_<config name>, or <lang>_cascade...)
+tts_exp=                # experiment dir (default: exp/tts_<tts_tag>)
 tts_stats_dir=          # statistics dir (default: exp/tts_stats_<lang>_<token_type>_<feats>)
 train_args=             # extra arguments for the ESPnet trainer, e.g. "--max_epoch 50"
 use_sid=true            # condition on speaker ids (utt2sid from train speakers)
@@ -85,77 +77,51 @@ use_spk_embed=false     # condition on speaker embeddings: <data>/<set>/spk_embe
 spk_embed_dim=256       # dimension of those embeddings
 inference_model=latest.pth  # checkpoint used for synthesis (valid.loss.best.pth: measured, not better; README)
 inference_args="--maxlenratio 10.0 --minlenratio 0.0"  # extra tts_inference arguments
-vocoder=griffin_lim     # log-mel models: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's 8-iteration GL);
-                        # log-mel and WORLD-feature models: hifigan (pretrained HiFi-GAN on the predicted log-mel,
-                        # pyutils/tts/hifigan.py; WORLD-feature models use WORLD unless this is given)
+vocoder=griffin_lim     # log-mel models: griffin_lim | espnet | hifigan (see --help)
 gl_iters=32             # Griffin-Lim iterations (--vocoder griffin_lim)
 gl_power=1.3            # magnitude sharpening exponent before Griffin-Lim (1 = none)
 world_conf=conf/world.yaml  # WORLD analysis settings, for configs that set odim (the model predicts WORLD features)
 world_lifter=80         # WORLD synthesis from a log-mel envelope: cepstral coefficients kept when smoothing it
-world_voicing=          # WORLD synthesis: a frame is voiced where the predicted voiced flag exceeds this (0..1;
-                        # default 0.3 for zh, 0.5 otherwise: chosen on dev, README "A source-filter vocoder")
-gv_strength=0           # global-variance post-filter of the log-mel before Griffin-Lim (pyutils/tts/postfilter.py):
-                        # 0 = off, 1 = each band's variance over the utterance set to the training GV
+world_voicing=          # WORLD synthesis: voiced where the predicted flag exceeds this (0..1; default zh 0.3, else 0.5)
 infer_jsonl=            # Track 2 input JSONL ({utt_id,text_with_nvvs}) to synthesise too
 infer_spk=              # voice (train speaker) for --infer_jsonl rows (default: first train speaker)
 asr_exp=                # NVV-ASR exp dir for stage 7 (default: ../nvv_asr_<lang>/exp/<its asr dir> if present)
-eval_max_utts=0         # evaluate at most this many test utterances (0 = all)
 judge=true              # stage 7: intelligibility by the pretrained Whisper judge (pyutils/whisper/judge.py)
 judge_model=base        # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
-yamnet=true             # stage 7: is each requested NVV heard near its position by YAMNet (AudioSet), in the
-                        # synthesis and the test recordings (pyutils/tts/nvv_heard.py; make -C tools yamnet)
+yamnet=true             # stage 7: is each requested NVV heard near its position by YAMNet (pyutils/tts/nvv_heard.py)
 submission_dir=submission  # stage 8 output: submission/<set>/<utt_id>.wav
-copy_results=true       # stage 7: put the report into the recipe dir's RESULTS.md (en) / RESULTS_<lang>.md after a --preset default run
+copy_results=true       # stage 7: the report into the recipe dir's RESULTS[_<lang>].md after a --preset default run
 help_message="Usage: $0 [options]
 NVV-controllable TTS recipe stages 0-8 (see the header of local/nvv_tts.sh):
   0 corpus  1 data prep  2 format/dump  3 tokens+alignment  4 stats  5 train
   6 synthesis  7 evaluation + RESULTS.md  8 submission
+--tts_method espnet: an ESPnet model trained here (FastSpeech + WORLD by default); cascade: pretrained
+parts, nothing trained (bank voice + recorded NVVs + kNN-VC; en, zh); auto: cascade for en and zh.
+--vocoder: griffin_lim (pyutils/tts/vocoder.py: sharpened, gl_iters) | espnet (tts_inference's
+8-iteration GL) | hifigan (pretrained HiFi-GAN on the predicted log-mel, pyutils/tts/hifigan.py);
+WORLD-feature models use WORLD unless hifigan is given.
 Examples:
   ./run.sh                                  # mini English corpus, default preset
   ./run.sh --lang zh                        # Mandarin
   ./run.sh --preset ci                      # whole recipe in a few minutes
   ./run.sh --stage 6 --infer_jsonl track2_input.jsonl --infer_spk en_s00
-  ./run.sh --tts_config conf/tuning/train_vits.yaml --ngpu 1"
+  ./run.sh --tts_config conf/tuning/train_vits.yaml --ngpu 1 --tts_tag vits"
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
 
-. ./path.sh
-. ./cmd.sh
-. utils/parse_options.sh
-SECONDS=0
-
-if [ $# -ne 0 ]; then
-  echo "${help_message}" >&2
-  echo "$0: unexpected arguments: $*" >&2
-  exit 2
-fi
-
-# ---------------------------------------------------------------- preset defaults
-# (options left empty take the preset's value; the mini corpus has the preset's size)
-case "${preset}" in
-  ci)      _cfg=conf/train_fastspeech_world_ci.yaml;      _nv=10; _nt=8 ;;
-  default) _cfg=conf/train_fastspeech_world_default.yaml; _nv=30; _nt=36 ;;
-  large)   _cfg=conf/tuning/train_vits.yaml;              _nv=0;  _nt=0 ;;
-  *) echo "$0: unknown --preset ${preset} (ci|default|large)" >&2; exit 2 ;;
-esac
-synth_preset=${preset}
-if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
-[[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
-  || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
-case "${align_min_steps}" in true|false) ;;
-  *) echo "$0: --align_min_steps '${align_min_steps}' must be true or false" >&2; exit 2 ;;
-esac
-case "${tts_method}" in espnet|cascade) ;;
-  auto) tts_method=espnet; case "${lang}" in en|zh) tts_method=cascade ;; esac ;;
-  *) echo "$0: --tts_method '${tts_method}' must be espnet, cascade or auto" >&2; exit 2 ;;
-esac
-case "${tts_warp}" in true|false) ;;
-  *) echo "$0: --tts_warp '${tts_warp}' must be true or false" >&2; exit 2 ;;
-esac
-case "${tts_convert}" in true|false) ;;
-  *) echo "$0: --tts_convert '${tts_convert}' must be true or false" >&2; exit 2 ;;
-esac
-_cascade=false
-if [ "${tts_method}" = cascade ]; then
-  _cascade=true
+check_options() {
+  local bool
+  for bool in tts_warp tts_convert yamnet; do
+    case "${!bool}" in true|false) ;; *) echo "$0: --${bool} '${!bool}' must be true or false" >&2; exit 2 ;; esac
+  done
+  [[ "${world_voicing}" =~ ^(0(\.[0-9]*)?|\.[0-9]+)$ ]] \
+    || { echo "$0: --world_voicing '${world_voicing}' must be a number in [0, 1)" >&2; exit 2; }
+  case "${tts_method}" in espnet|cascade) ;; *) echo "$0: --tts_method '${tts_method}' must be espnet, cascade or auto" >&2; exit 2 ;; esac
+  case "${vocoder}" in griffin_lim|espnet|hifigan) ;; *) echo "$0: --vocoder '${vocoder}' must be griffin_lim, espnet or hifigan" >&2; exit 2 ;; esac
+  case "${corpus}" in mini) ;; nvbench|emilia_nv|nonverbaltts) corpus_path "${corpus}" > /dev/null ;;
+    *) echo "$0: unknown --corpus '${corpus}' (use mini, nvbench, emilia_nv or nonverbaltts)" >&2; exit 2 ;;
+  esac
+  [ -z "${infer_jsonl}" ] || [ -f "${infer_jsonl}" ] || { echo "$0: --infer_jsonl ${infer_jsonl} not found" >&2; exit 2; }
+  [ "${tts_method}" = cascade ] || return 0
   case "${lang}" in en|zh) ;;
     *) echo "$0: --tts_method cascade has bank voices for en and zh only, got --lang '${lang}': use --tts_method espnet" >&2; exit 2 ;;
   esac
@@ -163,95 +129,57 @@ if [ "${tts_method}" = cascade ]; then
     || { echo "$0: --knn_ref_s '${knn_ref_s}' must be a number of seconds >= 2" >&2; exit 2; }
   [[ -z "${tts_voice}" || "${tts_voice}" =~ ^${lang}_s[0-9]+$ ]] \
     || { echo "$0: --tts_voice '${tts_voice}' must be a ${lang} bank voice id (${lang}_s00, ${lang}_s01, ...)" >&2; exit 2; }
-fi
-case "${vocoder}" in griffin_lim|espnet|hifigan) ;;
-  *) echo "$0: --vocoder '${vocoder}' must be griffin_lim, espnet or hifigan" >&2; exit 2 ;;
-esac
-case "${yamnet}" in true|false) ;;
-  *) echo "$0: --yamnet '${yamnet}' must be true or false" >&2; exit 2 ;;
-esac
-case "${train_precision}" in auto|float32|bfloat16) ;;
-  *) echo "$0: --train_precision '${train_precision}' must be auto, float32 or bfloat16" >&2; exit 2 ;;
-esac
-[[ "${gv_strength}" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)$ ]] && awk -v s="${gv_strength}" 'BEGIN{exit !(s <= 1.5)}' \
-  || { echo "$0: --gv_strength '${gv_strength}' must be a number in [0, 1.5] (0 = off)" >&2; exit 2; }
-. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
-[ -z "${infer_jsonl}" ] || [ -f "${infer_jsonl}" ] || { echo "$0: --infer_jsonl ${infer_jsonl} not found" >&2; exit 2; }
-: "${tts_config:=${_cfg}}"
-: "${valid_max_utts:=${_nv}}"
-: "${test_max_utts:=${_nt}}"
-# non-default presets get their own set names, so a CI run never overwrites a default run
-_sfx=""; [ "${preset}" != default ] && _sfx="_${preset}"
-: "${train_set:=train_${lang}${_sfx}}"
-: "${valid_set:=dev_${lang}${_sfx}}"
-: "${test_sets:=test_${lang}${_sfx}}"
-if [ -z "${corpus_dir}" ]; then
-  if [ "${corpus}" = mini ]; then
-    corpus_dir=corpus/nvv_${lang}_${synth_preset}
-    # the NVV-ASR recipe generates the very same corpus (same command, preset and seed): reuse it
-    _asr_corpus=../nvv_asr_${lang}/corpus/nvv_${lang}_${synth_preset}
-    if [ -z "${synth_opts}" ] && [ ! -f "${corpus_dir}/.done" ] && [ -f "${_asr_corpus}/.done" ]; then
-      corpus_dir=${_asr_corpus}
-    fi
-  else
-    corpus_dir=corpus/${corpus}_${lang}
-  fi
-fi
-if [ -z "${tts_task}" ]; then
-  case "$(basename "${tts_config}")" in
-    *vits*|*joint*|*gan*) tts_task=gan_tts ;;
-    *) tts_task=tts ;;
-  esac
-fi
-_cfg_name=$(basename "${tts_config}" .yaml)
-: "${tts_exp:=${expdir}/tts_${lang}_${_cfg_name#train_}}"
-if ${_cascade} && [ "${tts_exp}" = "${expdir}/tts_${lang}_${_cfg_name#train_}" ]; then
-  _cname=cascade; ${tts_convert} || _cname=cascade_noconv
-  ! ${tts_warp} || _cname+=_warp
-  [ -z "${tts_voice}" ] || _cname+="_${tts_voice}"
-  tts_exp=${expdir}/tts_${lang}_${_cname}${_sfx}
-fi
-${_cascade} && : "${tts_voice:=${lang}_s00}"
-# stage N of this run: its failure line names it and its time goes to <expdir>/stage_times.tsv
-in_stage() {  # in_stage N NAME: true (and the stage begun) when this run covers stage N
-  [ "${stage}" -le "$1" ] && [ "${stop_stage}" -ge "$1" ] || return 1
-  stage_begin "$1" "$2"
 }
-_feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
-# a config with odim reads its features from the dump: WORLD vocoder features (stage 2)
-_world=false
-if grep -q "^odim:" "${tts_config}"; then
-  _world=true; _feats=world
-  [ -f "${world_conf}" ] || { echo "$0: --world_conf ${world_conf} not found (needed by ${tts_config}: odim)" >&2; exit 2; }
-  if ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
-    echo "$0: --gv_strength works on log-mel models; ${tts_config} predicts WORLD features" >&2; exit 2
-  fi
+if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
+[ "${tts_method}" != auto ] || case "${lang}" in en|zh) tts_method=cascade ;; *) tts_method=espnet ;; esac
+check_options
+_cascade=false; [ "${tts_method}" = espnet ] || _cascade=true
+case "${preset}" in   # preset defaults (options left empty)
+  ci)      _cfg=conf/train_fastspeech_world_ci.yaml;      _nv=10; _nt=8 ;;
+  default) _cfg=conf/train_fastspeech_world_default.yaml; _nv=30; _nt=36 ;;
+  large)   _cfg=conf/tuning/train_vits.yaml;              _nv=0;  _nt=0 ;;
+esac
+: "${tts_config:=${_cfg}}" "${valid_max_utts:=${_nv}}" "${test_max_utts:=${_nt}}"
+_sfx=""; [ "${preset}" = default ] || _sfx="_${preset}"   # a CI run never overwrites a default run's sets
+: "${train_set:=train_${lang}${_sfx}}" "${valid_set:=dev_${lang}${_sfx}}" "${test_sets:=test_${lang}${_sfx}}"
+if [ -z "${corpus_dir}" ] && [ "${corpus}" != mini ]; then corpus_dir=corpus/${corpus}_${lang}
+elif [ -z "${corpus_dir}" ]; then
+  corpus_dir=corpus/nvv_${lang}_${preset}
+  # the NVV-ASR recipe generates the very same corpus (same command, preset and seed): reuse it
+  _asr_corpus=../nvv_asr_${lang}/corpus/nvv_${lang}_${preset}
+  if [ -z "${synth_args}" ] && [ ! -f "${corpus_dir}/.done" ] && [ -f "${_asr_corpus}/.done" ]; then corpus_dir=${_asr_corpus}; fi
 fi
-# the cascade trains nothing: no WORLD training targets in stage 2
-${_cascade} && _world=false
+case "$(basename "${tts_config}")" in *vits*|*joint*|*gan*) : "${tts_task:=gan_tts}" ;; *) : "${tts_task:=tts}" ;; esac
+_cfg_name=$(basename "${tts_config}" .yaml)
+if ${_cascade} && [ -z "${tts_tag}" ]; then
+  tts_tag=${lang}_cascade; ${tts_convert} || tts_tag+=_noconv
+  ! ${tts_warp} || tts_tag+=_warp
+  tts_tag+="${tts_voice:+_${tts_voice}}${_sfx}"
+fi
+: "${tts_tag:=${lang}_${_cfg_name#train_}}" "${tts_exp:=${expdir}/tts_${tts_tag}}"
+! ${_cascade} || : "${tts_voice:=${lang}_s00}"
+_feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
+_world=false   # a config with odim predicts WORLD vocoder features, read from the dump (stage 2; not the cascade)
+if grep -q "^odim:" "${tts_config}" && ! ${_cascade}; then _world=true; _feats=world; fi
+if grep -q "^odim:" "${tts_config}" && [ ! -f "${world_conf}" ]; then
+  echo "$0: --world_conf ${world_conf} not found (needed by ${tts_config}: odim)" >&2; exit 2
+fi
 : "${tts_stats_dir:=${expdir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
 # duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
 # their front-end adds pause slots ('|' at the start and around tags) that take the silences
 _dur_model=false
-case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in
-  fastspeech|fastspeech2) _dur_model=true ;;
-esac
-_fe_opts=""; ${_dur_model} && _fe_opts="--pauses --tag-parts ${tag_parts}"
+case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in fastspeech|fastspeech2) _dur_model=true ;; esac
+_fe_args=""; ! ${_dur_model} || _fe_args="--pauses --tag-parts ${tag_parts}"
 _align_dir=${expdir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
-_align=${_dur_model}; ${_cascade} && _align=false   # stage 3's forced alignment: duration models only
+_align=${_dur_model}; ! ${_cascade} || _align=false   # stage 3's forced alignment: duration models only
 token_list_dir=${dumpdir}/token_list/${lang}_${token_type}${_sfx}
 token_list=${token_list_dir}/tokens.txt
-python=python3
-command -v python >/dev/null && python=python
-
+python=python3; command -v python >/dev/null && python=python
 _all_sets="${train_set} ${valid_set} ${test_sets}"
 _dump_done() { echo "${dumpdir}/raw/$1/.dump.done"; }   # stage 2 marker of a set
-if ${use_sid} && ${use_spk_embed}; then
-  log "note: both --use_sid and --use_spk_embed are true; the model gets both"
-fi
-
+! { ${use_sid} && ${use_spk_embed}; } || log "note: both --use_sid and --use_spk_embed are true; the model gets both"
 # Model/feature settings come from the config (fs must match the data: 16 kHz).
-_fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open('${tts_config}')); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)")
+_fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open(sys.argv[1])); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)" "${tts_config}")
 
 # ---------------------------------------------------------------- stage 0
 if in_stage 0 "corpus"; then
@@ -265,23 +193,14 @@ if in_stage 0 "corpus"; then
       log "stage 0: ${corpus_dir} is complete, keeping it"
     else
       if [ -f "${corpus_dir}/.done" ]; then rm -rf "${corpus_dir}"; fi   # damaged: made anew (as nvv_asr.sh)
-      log "stage 0: chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${synth_preset}.log)"
-      utils/run.pl "${expdir}/log/synth_nvv_${lang}_${synth_preset}.log" \
-        chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${synth_preset}" \
-          --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
+      log "stage 0: chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${preset}.log)"
+      utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
+        chorus-synth nvv --lang "${lang}" --out "${corpus_dir}" --preset "${preset}" \
+          --nj "${nj}" --cmd "${train_cmd}" ${synth_args}
       stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
     fi
   else
-    . ./db.sh
-    case "${corpus}" in
-      nvbench) _src=${NVBENCH} ;;
-      emilia_nv) _src=${EMILIA_NV} ;;
-      nonverbaltts) _src=${NONVERBALTTS} ;;
-      *) echo "$0: unknown --corpus ${corpus}" >&2; exit 1 ;;
-    esac
-    if [ -z "${_src}" ]; then
-      echo "$0: --corpus ${corpus} needs its path in db.sh" >&2; exit 1
-    fi
+    _src=$(corpus_path "${corpus}")
     utils/run.pl "${expdir}/log/prep_${corpus}_${lang}.log" \
       chorus-prep "${corpus}" --src "${_src}" --out "${corpus_dir}/data" --nj "${nj}" --unmapped "${unmapped}"
     touch "${corpus_dir}/.done"
@@ -325,13 +244,13 @@ if in_stage 2 "format/dump"; then
   _dumped=""
   for s in ${_all_sets}; do
     _src=${datadir}/${s}; _dst=${dumpdir}/raw/${s}
-    _wopts=""; ${_world} && _wopts="world $(md5sum < "${world_conf}") $(sed -n '/^feats_extract_conf:/,/^[^ ]/p' "${tts_config}" | md5sum)"
+    _w_args=""; ${_world} && _w_args="world $(md5sum < "${world_conf}") $(sed -n '/^feats_extract_conf:/,/^[^ ]/p' "${tts_config}" | md5sum)"
     # the subset size of this set only: a new --test_max_utts redoes the test dumps (and
     # stages 6-8), never the training dump and with it the alignment, statistics and model
     _max=0
     [ "${s}" = "${valid_set}" ] && _max=${valid_max_utts}
     [[ " ${test_sets} " == *" ${s} "* ]] && _max=${test_max_utts}
-    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_opts} ${_fs} max=${_max} ${_wopts}" \
+    if chain_done "$(_dump_done "${s}")" "${lang} ${token_type} ${_fe_args} ${_fs} max=${_max} ${_w_args}" \
          "${use_spk_embed} ${train_set} $([ "${s}" != "${valid_set}" ] || echo valid)$([[ " ${test_sets} " != *" ${s} "* ]] || echo test)" "$(cat "${_src}"/{wav.scp,text,utt2spk,utt2dur} \
          "${_src}"/{events.jsonl,spk_embed.scp} "${datadir}/${train_set}/utt2spk" 2>/dev/null | md5sum)"; then continue; fi
     _dumped+=" ${s}"
@@ -354,7 +273,7 @@ if in_stage 2 "format/dump"; then
     fi
     awk '{l[$2]=l[$2]" "$1} END{for(s in l) print s l[s]}' "${_dst}/utt2spk" | LC_ALL=C sort > "${_dst}/spk2utt"
     ${train_cmd} "${_dst}/log/frontend.log" \
-      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} \
+      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_args} \
         "${_dst}/text.tagged" "${_dst}/text"
     if [ -f "${_dst}/wav.scp" ]; then
       ${train_cmd} "${_dst}/log/check_audio.log" \
@@ -394,7 +313,7 @@ stage_end
 
 # ---------------------------------------------------------------- stage 3
 if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.done" \
-     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_align}$(! ${align_min_steps} || echo " min_steps") $(md5sum < "${tts_config}")"; then
+     --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" "${_align} $(md5sum < "${tts_config}")"; then
   log "stage 3: token list -> ${token_list}"
   mkdir -p "${token_list_dir}"
   ${train_cmd} "${token_list_dir}/log/tokens.log" \
@@ -406,8 +325,7 @@ if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.do
     log "stage 3: forced alignment -> ${dumpdir}/raw/{${train_set},${valid_set}}/durations (log: ${_align_dir}/log/align.log)"
     ${train_cmd} "${_align_dir}/log/align.log" \
       ${python} -m pyutils.tts.align --config "${tts_config}" --train "${dumpdir}/raw/${train_set}" \
-        --align "${dumpdir}/raw/${train_set}" --align "${dumpdir}/raw/${valid_set}" --out-dir "${_align_dir}" \
-        $(! ${align_min_steps} || echo --min-steps)
+        --align "${dumpdir}/raw/${train_set}" --align "${dumpdir}/raw/${valid_set}" --out-dir "${_align_dir}"
     grep -E "iteration|durations written" "${_align_dir}/log/align.log" | tail -n 3
   fi
   chain_mark "${token_list_dir}/.tokens.done" "${token_list}" $(! ${_align} || echo \
@@ -415,7 +333,7 @@ if in_stage 3 "tokens + alignment" && ! chain_done "${token_list_dir}/.tokens.do
 fi
 
 # Data arguments shared by stats, training and the shape files.
-_data_opts() {  # $1 = train|valid, $2 = set
+_data_args() {  # $1 = train|valid, $2 = set
   local d=${dumpdir}/raw/$2 o=""
   o+="--${1}_data_path_and_name_and_type ${d}/text,text,text "
   if ${_world}; then o+="--${1}_data_path_and_name_and_type ${d}/feats.scp,speech,kaldi_ark "
@@ -425,7 +343,7 @@ _data_opts() {  # $1 = train|valid, $2 = set
   ${use_spk_embed} && o+="--${1}_data_path_and_name_and_type ${d}/spk_embed.scp,spembs,kaldi_ark "
   echo "${o}"
 }
-_model_opts() {
+_model_args() {
   local o="--token_type word --token_list ${token_list} --cleaner none --g2p none"
   local nspk
   nspk=$(wc -l < "${dumpdir}/raw/${train_set}/spk2sid")
@@ -457,8 +375,8 @@ elif in_stage 4 "stats" && ! chain_done "${tts_stats_dir}/.stats.done" \
   # shellcheck disable=SC2046
   ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
     ${python} -m espnet2.bin.${tts_task}_train --collect_stats true --use_preprocessor true --normalize none \
-      --config "${tts_config}" $(_model_opts) \
-      $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
+      --config "${tts_config}" $(_model_args) \
+      $(_data_args train "${train_set}") $(_data_args valid "${valid_set}") \
       --train_shape_file "${_logdir}/train.JOB.scp" --valid_shape_file "${_logdir}/valid.JOB.scp" \
       --output_dir "${_logdir}/stats.JOB" ${train_args}
   _dirs=""
@@ -510,7 +428,7 @@ if ${_cascade} && in_stage 5 "speaker models"; then
 elif in_stage 5 "train" && ! chain_done "${tts_exp}/.train.done" \
      --after "$(_dump_done "${train_set}")" --after "$(_dump_done "${valid_set}")" \
      --after "${token_list_dir}/.tokens.done" --after "${tts_stats_dir}/.stats.done" \
-     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim}$([ "${train_precision}" = float32 ] || echo " ${train_precision}") $(md5sum < "${tts_config}")"; then
+     "${train_args} ${ngpu} ${use_sid} ${use_spk_embed} ${spk_embed_dim} $(md5sum < "${tts_config}")"; then
   log "stage 5: train ${tts_task} (${tts_config}) -> ${tts_exp}"
   mkdir -p "${tts_exp}/log"
   # a training that had finished (its model damaged, or its inputs changed) is done anew, not resumed
@@ -525,24 +443,24 @@ elif in_stage 5 "train" && ! chain_done "${tts_exp}/.train.done" \
   cp "${tts_config}" "${tts_exp}/train_config.src.yaml"
   cp "${token_list}" "${tts_exp}/tokens.src.txt"
   ${_world} && cp "${world_conf}" "${tts_exp}/world.src.yaml"   # stage 6 synthesises with the settings it learnt
-  _opts=""
+  _train_extra=""
   if [ -f "${tts_stats_dir}/train/feats_stats.npz" ] && grep -q "^normalize: *global_mvn" "${tts_config}"; then
-    _opts+="--normalize_conf stats_file=${tts_stats_dir}/train/feats_stats.npz "
+    _train_extra+="--normalize_conf stats_file=${tts_stats_dir}/train/feats_stats.npz "
   fi
   _cmd=${train_cmd}; [ "${ngpu}" -gt 0 ] && _cmd=${cuda_cmd}
   log "stage 5: progress: tail -f ${tts_exp}/log/train.log"
   # shellcheck disable=SC2046,SC2086
   OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
   ${_cmd} --gpu "${ngpu}" --num-threads "${train_threads}" "${tts_exp}/log/train.log" \
-    ${python} -m pyutils.tts.train --precision "${train_precision}" --task "${tts_task}" -- \
-      --use_preprocessor true --ngpu "${ngpu}" --config "${tts_config}" $(_model_opts) \
-      $(_data_opts train "${train_set}") $(_data_opts valid "${valid_set}") \
+    ${python} -m espnet2.bin.${tts_task}_train \
+      --use_preprocessor true --ngpu "${ngpu}" --config "${tts_config}" $(_model_args) \
+      $(_data_args train "${train_set}") $(_data_args valid "${valid_set}") \
       --train_shape_file "${tts_stats_dir}/train/text_shape" \
       --train_shape_file "${tts_stats_dir}/train/speech_shape" \
       --valid_shape_file "${tts_stats_dir}/valid/text_shape" \
       --valid_shape_file "${tts_stats_dir}/valid/speech_shape" \
       --fold_length 150 --fold_length 204800 \
-      --resume true --use_tensorboard false --output_dir "${tts_exp}" ${_opts} ${train_args}
+      --resume true --use_tensorboard false --output_dir "${tts_exp}" ${_train_extra} ${train_args}
   chain_mark "${tts_exp}/.train.done" "${tts_exp}/${inference_model}" "${tts_exp}/config.yaml" \
     $(! ${_world} || echo "${tts_exp}/world.src.yaml ${tts_exp}/train_config.src.yaml")
 fi
@@ -577,7 +495,7 @@ _cascade_synth() {
     awk '{n=$1; sub(/.*\//, "", n); sub(/\.wav$/, "", n); print n, $1}' > "${_dir}/wav_raw.scp"
   ${decode_cmd} "${_dir}/log/postprocess.log" \
     ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
-      --expect-keys "${_data}/text" || exit 2
+      --expect-keys "${_data}/text"
   log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav; NVVs: $(grep -o '"source": "[a-z]*"' "${_dir}/nvv_sources.jsonl" | sort | uniq -c | awk '{printf "%s%s %s", (NR>1?", ":""), $1, $3}' | tr -d '"')"
   chain_mark "${_dir}/.synth.done" --dir "${_dir}"
 }
@@ -595,13 +513,13 @@ if in_stage 6 "synthesis"; then
     rm -rf "${_d}"; mkdir -p "${_d}"
     _l=${_d}/log
     ${train_cmd} "${_l}/inputs.log" \
-      ${python} -m pyutils.tts.inputs "${infer_jsonl}" --lang "${lang}" --to-datadir "${_d}" --spk "${_spk}" || exit 2
+      ${python} -m pyutils.tts.inputs "${infer_jsonl}" --lang "${lang}" --to-datadir "${_d}" --spk "${_spk}"
     mv "${_d}/text" "${_d}/text.tagged"
     ${train_cmd} "${_l}/frontend.log" \
-      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_opts} "${_d}/text.tagged" "${_d}/text"
+      ${python} -m pyutils.tts.frontend --lang "${lang}" --token-type "${token_type}" ${_fe_args} "${_d}/text.tagged" "${_d}/text"
     # a token the model never saw (ESPnet would read it as <unk>) or a text of pauses only: named, nothing synthesised
     ${_cascade} || ${train_cmd} "${_l}/check_tokens.log" \
-      ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}" || exit 2
+      ${python} -m pyutils.tts.tokens "${_d}/text" --check "${token_list}"
     ${train_cmd} "${_l}/utt2sid.log" \
       ${python} -m pyutils.tts.audio utt2sid "${dumpdir}/raw/${train_set}/spk2sid" "${_d}/utt2spk" "${_d}/utt2sid"
     if ${use_spk_embed}; then
@@ -615,30 +533,15 @@ if in_stage 6 "synthesis"; then
   [ "${vocoder}" = griffin_lim ] && [ "${tts_task}" = tts ] && [ "${_feats}" = fbank ] && _gl=true
   _hifi=false
   [ "${vocoder}" = hifigan ] && [ "${tts_task}" = tts ] && _hifi=true
-  _voc_opts="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_opts="world ${world_lifter} ${world_voicing}"
-  ${_hifi} && _voc_opts="hifigan"
-  _gv_opts=""; _gv_marker=""
-  if ${_gl} && ! awk -v s="${gv_strength}" 'BEGIN{exit !(s + 0 == 0)}'; then
-    # global-variance post-filter: the per-band variance of the training log-mel over each
-    # utterance, averaged (computed once per model with its own feature extractor)
-    _gv_marker=${tts_exp}/.gv_stats.done
-    if ! chain_done "${_gv_marker}" --after "$(_dump_done "${train_set}")" "$(md5sum < "${tts_exp}/config.yaml")"; then
-      log "stage 6: training GV statistics -> ${tts_exp}/gv_stats.npz"
-      ${train_cmd} "${tts_exp}/log/gv_stats.log" \
-        ${python} -m pyutils.tts.postfilter stats --config "${tts_exp}/config.yaml" \
-          --wav-scp "${dumpdir}/raw/${train_set}/wav.scp" --out "${tts_exp}/gv_stats.npz"
-      chain_mark "${_gv_marker}" "${tts_exp}/gv_stats.npz"
-    fi
-    _gv_opts="--gv-stats ${tts_exp}/gv_stats.npz --gv-strength ${gv_strength}"
-  fi
+  _voc_args="${vocoder} ${gl_iters} ${gl_power}"; ${_world} && _voc_args="world ${world_lifter} ${world_voicing}"
+  ${_hifi} && _voc_args="hifigan"
   for s in ${_synth_sets}; do
     if ${_cascade}; then _cascade_synth "${s}"; continue; fi
     _data=${dumpdir}/raw/${s}
     _dir=${tts_exp}/synth_${s}
     _logdir=${_dir}/log
     if chain_done "${_dir}/.synth.done" --after "${tts_exp}/.train.done" --after "${token_list_dir}/.tokens.done" \
-         ${_gv_marker:+--after "${_gv_marker}"} \
-         "${inference_model} ${inference_args} ${gpu_inference} ${_voc_opts} ${_gv_opts}" \
+         "${inference_model} ${inference_args} ${gpu_inference} ${_voc_args} " \
          "$(cat "${_data}"/{text,utt2sid,spk_embed.scp} "${tts_exp}/${inference_model}" 2>/dev/null | md5sum)"; then continue; fi
     rm -rf "${_dir}"; mkdir -p "${_logdir}"
     _n=$(wc -l < "${_data}/text")
@@ -666,13 +569,13 @@ if in_stage 6 "synthesis"; then
       if [ -f "${_logdir}/output.${i}/durations/durations" ]; then cat "${_logdir}/output.${i}/durations/durations"; fi
     done | LC_ALL=C sort > "${_dir}/durations/durations"
     if ${_gl}; then
-      # the log-mel that ESPnet wrote (denorm/<utt>.npy) -> [GV post-filter] -> sharpened Griffin-Lim
+      # the log-mel that ESPnet wrote (denorm/<utt>.npy) -> sharpened Griffin-Lim
       # (replaces ESPnet's 8-iteration GL)
       rm -rf "${_dir}/wav"
       # shellcheck disable=SC2086
       ${_cmd} JOB=1:"${_nj}" "${_logdir}/vocoder.JOB.log" \
         ${python} -m pyutils.tts.vocoder --config "${tts_exp}/config.yaml" --iters "${gl_iters}" \
-          --power "${gl_power}" ${_gv_opts} --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
+          --power "${gl_power}" --out-dir "${_dir}/wav" "${_logdir}/output.JOB/denorm"
     elif ${_hifi}; then
       # the log-mel that ESPnet wrote (denorm/<utt>.npy; WORLD features: their first 80 columns) ->
       # HiFi-GAN, its level offset fitted on the first training recordings
@@ -695,7 +598,7 @@ if in_stage 6 "synthesis"; then
     # post-processing: 16 kHz mono PCM16, loudness -23 dBFS (active speech), peak <= -1 dBFS
     ${_cmd} "${_logdir}/postprocess.log" \
       ${python} -m pyutils.tts.audio postprocess "${_dir}/wav_raw.scp" "${_abs}/wav16k" "${_dir}/wav.scp" \
-        --expect-keys "${_data}/text" || exit 2
+        --expect-keys "${_data}/text"
     log "stage 6: ${s}: $(wc -l < "${_dir}/wav.scp") wavs in ${_dir}/wav"
     chain_mark "${_dir}/.synth.done" --dir "${_dir}"
   done
@@ -706,7 +609,7 @@ stage_end
 if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
      $(for s in ${test_sets}; do echo "--after ${tts_exp}/synth_${s}/.synth.done --after $(_dump_done "${s}")"; done) \
      --after "${token_list_dir}/.tokens.done" \
-     "${judge} ${judge_model} yamnet=${yamnet} ${eval_max_utts} ${preset} ${lang} ${test_sets} ${_dur_model}" \
+     "${judge} ${judge_model} yamnet=${yamnet} ${preset} ${lang} ${test_sets} ${_dur_model}" \
      "$(_a=${asr_exp:-$(${python} -m pyutils.tts.asr_bridge find-default --lang "${lang}" || true)}
         echo "${_a}"; [ -z "${_a}" ] || cat "${_a}/.train.done" 2>/dev/null || true)"; then
   log "stage 7: objective evaluation -> ${tts_exp}/RESULTS.md"
@@ -723,7 +626,7 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
     _dir=${tts_exp}/synth_${s}
     _edir=${tts_exp}/eval_${s}
     mkdir -p "${_edir}/log"
-    _asr_opts=""
+    _asr_args=""
     if [ -n "${asr_exp}" ]; then
       # NVV-ASR transcripts of the synthesis and of the real test audio (reference point)
       for _what in synth real; do
@@ -735,7 +638,7 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
           ${python} -m pyutils.asr.decode_dir --asr-exp "$(cd "${asr_exp}" && pwd)" \
             --wav-scp "${_scp}" --out "${_edir}/asr_${_what}/text" --nj "${nj}" \
             --work-dir "$(cd "${_edir}" && pwd)/asr_${_what}/work"
-        _asr_opts+=" --asr-${_what}-text ${_edir}/asr_${_what}/text"
+        _asr_args+=" --asr-${_what}-text ${_edir}/asr_${_what}/text"
       done
     fi
     # Intelligibility by the independent judge (pretrained Whisper, pyutils/whisper/judge.py)
@@ -745,7 +648,7 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
         ${decode_cmd} "${_edir}/log/judge_${_what}.log" \
           ${python} -m pyutils.whisper.judge --lang "${lang}" --model "${judge_model}" \
             --wav-scp "${_scp}" --out "${_edir}/judge_${_what}/text"
-        _asr_opts+=" --judge-${_what}-text ${_edir}/judge_${_what}/text"
+        _asr_args+=" --judge-${_what}-text ${_edir}/judge_${_what}/text"
       done
     fi
     # shellcheck disable=SC2086
@@ -753,14 +656,14 @@ if in_stage 7 "evaluation" && ! chain_done "${tts_exp}/.eval.done" \
       ${python} -m pyutils.tts.evaluate \
         --real-dir "${dumpdir}/raw/${s}" --synth-scp "${_dir}/wav.scp" \
         --durations "${_dir}/durations/durations" --token-text "${dumpdir}/raw/${s}/text" \
-        --lang "${lang}" --max-utts "${eval_max_utts}" --yamnet "${yamnet}" ${_asr_opts} --out-dir "${_edir}"
+        --lang "${lang}" --yamnet "${yamnet}" ${_asr_args} --out-dir "${_edir}"
     _eval_dirs+=" ${s}=${_edir}"
   done
   # shellcheck disable=SC2086
-  _rep_opts=""
-  ${_align} && _rep_opts="--align-stats ${_align_dir}/align_stats.json"
+  _rep_args=""
+  ${_align} && _rep_args="--align-stats ${_align_dir}/align_stats.json"
   ${decode_cmd} "${tts_exp}/log/report.log" \
-    ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_opts} \
+    ${python} -m pyutils.tts.report --exp "${tts_exp}" --config "${tts_config}" ${_rep_args} \
       --stage-times "${expdir}/stage_times.tsv" --lang "${lang}" --preset "${preset}" ${_eval_dirs} --out "${tts_exp}/RESULTS.md"
   log "stage 7: wrote ${tts_exp}/RESULTS.md"
   if ${copy_results} && [ "${preset}" = default ]; then

@@ -406,47 +406,18 @@ def durations_of(path: Optional[np.ndarray], topo: Topology, T: int) -> np.ndarr
     return np.bincount(topo.owner[path], minlength=n_tok)
 
 
-def reduce_durations(d: np.ndarray, r: int, T: int, keep: Optional[np.ndarray] = None) -> np.ndarray:
+def reduce_durations(d: np.ndarray, r: int, T: int) -> np.ndarray:
     """Frame durations -> durations in units of ``r`` frames summing to ``T // r``.
 
     ESPnet's FastSpeech with ``reduction_factor`` r expands tokens to ``T // r``
     decoder steps. Token boundaries are rounded to the nearest step, so the
-    total is exact and no boundary moves by more than r/2 frames. Rounding alone
-    gives a short phone (a plosive's 2-3 frames) no step at all when r = 4, so the
-    model learns to delete it; tokens flagged in ``keep`` (phones and tag parts) get
-    at least one step each, taken from the nearest token that can spare one.
+    total is exact and no boundary moves by more than r/2 frames.
     """
     if r <= 1:
         return d
     cum = np.minimum(np.round(np.cumsum(d) / r).astype(int), T // r)
     cum[-1] = T // r
-    out = np.diff(np.concatenate([[0], cum]))
-    if keep is not None:
-        ensure_min_steps(out, np.asarray(keep, dtype=bool))
-    return out
-
-
-def ensure_min_steps(steps: np.ndarray, keep: np.ndarray) -> int:
-    """Give every ``keep`` token with 0 steps one step (in place; the total is unchanged).
-
-    The step comes from the nearest token (either side, nearer first) that has one to
-    spare: a token not kept with >= 1 step, or a kept one with >= 2. Returns the number of
-    tokens that could not be given a step (the utterance has fewer steps than kept tokens).
-    """
-    if len(keep) != len(steps):
-        raise ValueError(f"{len(keep)} keep flags for {len(steps)} durations")
-    n, unfixed = len(steps), 0
-    for i in np.flatnonzero(keep & (steps == 0)):
-        for off in range(1, n):
-            donor = next((j for j in (i - off, i + off)
-                          if 0 <= j < n and steps[j] >= (2 if keep[j] else 1)), None)
-            if donor is not None:
-                steps[donor] -= 1
-                steps[i] += 1
-                break
-        else:
-            unfixed += 1
-    return unfixed
+    return np.diff(np.concatenate([[0], cum]))
 
 
 def train(al: Aligner, utts: List[Utt], iters: int) -> List[float]:
@@ -482,16 +453,14 @@ def train(al: Aligner, utts: List[Utt], iters: int) -> List[float]:
     return history
 
 
-def write_durations(al: Aligner, utts: List[Utt], path: str, reduction_factor: int = 1,
-                    min_steps: bool = False) -> Dict[str, int]:
+def write_durations(al: Aligner, utts: List[Utt], path: str, reduction_factor: int = 1) -> Dict[str, int]:
     counts = {"spans_dropped": 0, "one_state": 0, "proportional": 0}
     rows = []
     for u in utts:
         p, topo = align_utt(al, u, counts)
         d = durations_of(p, topo, len(u.x))
         assert int(d.sum()) == len(u.x) and len(d) == len(u.tokens) + 1
-        keep = np.array([t not in PAUSE_TOKENS for t in u.tokens] + [False])   # + <eos>
-        d = reduce_durations(d, reduction_factor, len(u.x), keep if min_steps else None)
+        d = reduce_durations(d, reduction_factor, len(u.x))
         rows.append(f"{u.uid} {' '.join(str(int(v)) for v in d)}\n")
         if p is None:
             log(f"warning: {u.uid}: {len(u.tokens)} tokens in {len(u.x)} frames; durations split proportionally")
@@ -508,9 +477,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", required=True, help="where align_stats.json goes")
     ap.add_argument("--states", type=int, default=2, help="HMM states per phone/tag token (min frames)")
     ap.add_argument("--iters", type=int, default=6)
-    ap.add_argument("--min-steps", action="store_true",
-                    help="give every phone and tag part at least one decoder step (plain rounding to the "
-                         "reduction factor gives 2.6 %% of the training phones none at r=4; README)")
     a = ap.parse_args(argv)
     import yaml
 
@@ -533,10 +499,10 @@ def main(argv=None) -> int:
         train_utts = [u for d in a.train for u in sets[d]]
         history = train(al, train_utts, a.iters)
         tag_parts = max([tag_part_of(t)[1] for u in train_utts for t in u.tokens] + [1])
-        stats = {"iters": a.iters, "states": a.states, "reduction_factor": reduction_factor, "min_steps": a.min_steps,
+        stats = {"iters": a.iters, "states": a.states, "reduction_factor": reduction_factor,
                  "tag_parts": tag_parts, "loglik_per_frame": history, "sets": {}}
         for d in a.align:
-            counts = write_durations(al, sets[d], os.path.join(d, "durations"), reduction_factor, a.min_steps)
+            counts = write_durations(al, sets[d], os.path.join(d, "durations"), reduction_factor)
             stats["sets"][d] = dict(counts, utts=len(sets[d]),
                                     pinned=sum(bool(u.spans) for u in sets[d]))
             log(f"{d}/durations written ({counts})")

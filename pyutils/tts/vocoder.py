@@ -14,13 +14,8 @@ recordings themselves: 2.61):
 librosa's ``griffinlim`` (fast Griffin-Lim, momentum 0.99) does the phase search;
 this module only undoes ESPnet's log10-mel and applies the sharpening.
 
-Optionally the log-mel first goes through the global-variance post-filter
-(``--gv-stats`` of ``python -m pyutils.tts.postfilter stats``, ``--gv-strength``;
-``pyutils/tts/postfilter.py``), which undoes part of the acoustic model's
-over-smoothing.
-
 Usage: python -m pyutils.tts.vocoder --config exp/.../config.yaml --out-dir DIR \
-           [--iters 32] [--power 1.3] [--gv-stats gv.npz --gv-strength 1] FEATS_DIR [FEATS_DIR ...]
+           [--iters 32] [--power 1.3] FEATS_DIR [FEATS_DIR ...]
   FEATS_DIR holds ``<utt_id>.npy`` (frames x n_mels, denormalised log10-mel, as in
   tts_inference's ``denorm/``); writes ``DIR/<utt_id>.wav`` (float, model rate).
 """
@@ -31,7 +26,7 @@ import argparse
 import glob
 import os
 import sys
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict
 
 import librosa
 import numpy as np
@@ -39,7 +34,6 @@ import soundfile as sf
 import yaml
 
 from pyutils.io import atomic_write
-from pyutils.tts.postfilter import check_strength, gv_postfilter, load_gv
 
 
 class GriffinLim:
@@ -76,13 +70,11 @@ class GriffinLim:
                                   momentum=0.99, random_state=0).astype(np.float32)
 
 
-def vocode_dirs(vocoder: Callable[[np.ndarray], np.ndarray], feats_dirs, out_dir: str,
-                postfilter: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> Dict[str, int]:
+def vocode_dirs(vocoder: Callable[[np.ndarray], np.ndarray], feats_dirs, out_dir: str) -> Dict[str, int]:
     """Every ``<utt_id>.npy`` of feats_dirs -> ``out_dir/<utt_id>.wav``; errors name the utterance.
 
     ``vocoder``: features -> waveform, with an ``fs`` attribute (GriffinLim, or
-    pyutils.tts.world.WorldVocoder). ``postfilter`` (features -> features, e.g. the GV
-    post-filter of a log-mel) is applied first.
+    pyutils.tts.world.WorldVocoder).
     """
     os.makedirs(out_dir, exist_ok=True)
     files = sorted(p for d in feats_dirs for p in glob.glob(os.path.join(d, "*.npy")))
@@ -93,8 +85,6 @@ def vocode_dirs(vocoder: Callable[[np.ndarray], np.ndarray], feats_dirs, out_dir
         uid = os.path.basename(p)[:-4]
         try:
             x = np.load(p, allow_pickle=False)
-            if postfilter is not None:
-                x = postfilter(x)
             y = vocoder(x)
         except ValueError as e:
             raise ValueError(f"{p}: utterance {uid}: {e}") from None
@@ -112,30 +102,17 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", required=True)
     p.add_argument("--iters", type=int, default=32, help="Griffin-Lim iterations")
     p.add_argument("--power", type=float, default=1.3, help="magnitude sharpening exponent (1 = none)")
-    p.add_argument("--gv-stats", help="training GV statistics (python -m pyutils.tts.postfilter stats)")
-    p.add_argument("--gv-strength", type=float, default=0.0,
-                   help="GV post-filter strength: 0 = off, 1 = the training GV per band (needs --gv-stats)")
     p.add_argument("feats_dirs", nargs="+")
     a = p.parse_args(argv)
     try:
         with open(a.config, encoding="utf-8") as f:
             config = yaml.safe_load(f) or {}
         gl = GriffinLim.from_config(config, iters=a.iters, power=a.power)
-        pf = None
-        if a.gv_strength != 0.0:
-            if not a.gv_stats:
-                raise ValueError("--gv-strength needs --gv-stats")
-            gv = load_gv(a.gv_stats)
-            if gv.size != gl.n_mels:
-                raise ValueError(f"{a.gv_stats}: {gv.size} bands, the model has {gl.n_mels}")
-            check_strength(a.gv_strength)   # once, up front, not per utterance
-            pf = lambda x: gv_postfilter(x, gv, a.gv_strength)  # noqa: E731
-        n = vocode_dirs(gl, a.feats_dirs, a.out_dir, pf)["utts"]
+        n = vocode_dirs(gl, a.feats_dirs, a.out_dir)["utts"]
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    gv_note = f", GV post-filter strength {a.gv_strength}" if pf else ""
-    print(f"{n} utterances -> {a.out_dir} (Griffin-Lim {a.iters} iterations, power {a.power}{gv_note})", file=sys.stderr)
+    print(f"{n} utterances -> {a.out_dir} (Griffin-Lim {a.iters} iterations, power {a.power})", file=sys.stderr)
     return 0
 
 
