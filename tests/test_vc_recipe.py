@@ -97,15 +97,15 @@ def test_convert_stage_refuses_bad_pairs_by_line(tmp_path):
 def test_default_method_is_knn_and_task2_is_the_cascade(tmp_path):
     """./run.sh converts with kNN (Task 1) into exp/vc_knn_<preset>; --task 2 keeps the cascade."""
     for args, method, exp in (((), "knn", "vc_knn_default"), (("--task", "2"), "cascade", "vc_default")):
-        out = _run(*args, "--stage", "8", "--stop_stage", "8", "--pairs_sets", "",
+        out = _run(*args, "--stage", "8", "--stop_stage", "8", "--test_sets", "",
                    "--expdir", str(tmp_path / method), "--submission_dir", str(tmp_path / "sub"))
         assert out.returncode == 0, out.stderr
         assert f"vc_method={method}" in out.stdout + out.stderr
         assert (tmp_path / method / exp).is_dir()
 
 
-def test_vc_vocoder_option_is_checked():
-    out = _run("--task", "2", "--vc_vocoder", "hifigan")   # the cascade keeps WORLD
-    assert out.returncode == 2 and "--vc_method knn" in out.stderr
-    out = _run("--vc_vocoder", "vocos")
-    assert out.returncode == 2 and "--vc_vocoder" in out.stderr
+def test_vc_method_option_is_checked():
+    out = _run("--task", "2", "--vc_method", "knn")   # kNN uses a pretrained encoder: Task 1 only
+    assert out.returncode == 2 and "--task 1" in out.stderr
+    out = _run("--vc_method", "vocos")
+    assert out.returncode == 2 and "--vc_method" in out.stderr

@@ -12,7 +12,7 @@ set -euo pipefail
 task=1             # 1: pretrained models allowed (the kNN conversion's Whisper encoder); 2: every model trained here
 vc_method=         # empty: knn for --task 1 (without --pretrained_*), cascade for --task 2; or knn | cascade
 preset=default     # ci | default | large
-pairs_sets=test    # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
+test_sets=test     # pairs lists <corpus_dir>/pairs/<name>.tsv to convert
 spk_config=        # cascade, empty: conf/train_spk_xvector_<preset>.yaml
 asr_config=        # empty: conf/train_asr_vi_<preset>.yaml
 tts_config=        # cascade, empty: conf/train_fastspeech_vi_<preset>.yaml
@@ -21,7 +21,7 @@ exec ./local/vc.sh \
   --task "${task}" \
   --vc_method "${vc_method}" \
   --preset "${preset}" \
-  --pairs_sets "${pairs_sets}" \
+  --test_sets "${test_sets}" \
   --spk_config "${spk_config}" \
   --asr_config "${asr_config}" \
   --tts_config "${tts_config}" \

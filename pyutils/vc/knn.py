@@ -17,22 +17,18 @@ Content from the source, timbre from the reference, nothing trained:
    the buzz of frame-to-frame jumps between reference frames).
    The matched frames' envelope is then mixed with the source's own, moved toward
    the reference (:func:`warped_source_envelope`: VTL-like frequency warp, long-term
-   spectrum, cepstral spread): ``log sp(n, f) = W(n, f) log sp_match(n, f) + (1 - W(n, f))
-   log sp_warped(n, f)`` with ``W(n, f) = w_c(i) w_b(f)``, two optional factors:
-
-   - coverage (``cover_hi > cover_lo``): a 2-6 s reference does not hold every phone of
-     the source; ``w_c(i) = clip((cover_hi - d_i) / (cover_hi - cover_lo), 0, 1)``,
-     ``d_i = 1 - max_j cos(c_s(i), c_r(j))`` the distance to the best match, smoothed over
-     ``cover_smooth`` content frames (:func:`pyutils.vc.envelope.coverage_weight`): a frame
-     the reference covers takes its matched frames, one it does not falls back to the
-     source's warped frame (and the source's aperiodicity,
-     ``ap = w_c ap_match + (1 - w_c) ap_s``); off: ``w_c = 1``;
-   - band (``blend < 1``): ``w_b(f) = blend + (1 - blend) clip((f - blend_hz) / 1 kHz, 0, 1)``,
-     below ``blend_hz`` mostly the source's formants, above ``blend_hz + 1 kHz`` only the
-     matched frames; ``blend = 1``: ``w_b = 1``.
+   spectrum, cepstral spread): ``log sp(n, f) = W(n) log sp_match(n, f) + (1 - W(n))
+   log sp_warped(n, f)`` with the coverage weight ``W(n) = w_c(i)`` (``cover_hi > cover_lo``):
+   a 2-6 s reference does not hold every phone of the source;
+   ``w_c(i) = clip((cover_hi - d_i) / (cover_hi - cover_lo), 0, 1)``,
+   ``d_i = 1 - max_j cos(c_s(i), c_r(j))`` the distance to the best match, smoothed over
+   ``cover_smooth`` content frames (:func:`pyutils.vc.envelope.coverage_weight`): a frame
+   the reference covers takes its matched frames, one it does not falls back to the
+   source's warped frame (and the source's aperiodicity,
+   ``ap = w_c ap_match + (1 - w_c) ap_s``); off: ``W = 1``.
 
    The ``rerank`` content neighbours are narrowed to the ``k`` whose cepstrum is closest
-   to the warped source envelope. On 2-6 s references pure kNN (``--blend 1 --rerank 0``,
+   to the warped source envelope. On 2-6 s references pure kNN (``--rerank 0``,
    no coverage) leaves too few frames to cover the phones: the Whisper judge's WER
    triples (benchmarks/bench_knnvc.py; docs/experiments/knnvc.md).
 4. Prosody from the source: F0 contour mapped to the reference's log-F0
@@ -41,8 +37,7 @@ Content from the source, timbre from the reference, nothing trained:
    The output's loudness follows the source's frame energy when ``energy=source``:
    ``sp_out(n) *= E_s(n) / E_out(n)`` with ``E`` the envelope's mean power, both
    smoothed over ``smooth`` frames.
-5. WORLD synthesis; with ``vocoder=hifigan`` the WORLD output is re-vocoded by the
-   pretrained HiFi-GAN from its mel (:mod:`pyutils.vc.vocoder`); then the source's RMS level.
+5. WORLD synthesis, then the source's RMS level.
 
 Hostile input (:func:`check_reference`): a reference shorter than ``min_ref_s``,
 one with fewer than ``min_voiced_s`` seconds of voiced frames (silence, noise),
@@ -60,8 +55,7 @@ CLI (``local/vc.sh`` stage 6 with ``--vc_method knn``)::
     python -m pyutils.vc.knn --pair-table data/test_pairs_src/pairs.tsv --out DIR
     python -m pyutils.vc.knn --pairs pairs/test.tsv [--audio-root D] --out DIR
         [--layer 4] [--k 4] [--smooth 3] [--energy source|ref] [--bad-ref error|copy-source]
-        [--blend 1] [--blend-hz 2000] [--cep-mvn true] [--rerank 16] [--cmn false]
-        [--cover-lo 0.2] [--cover-hi 0.3] [--cover-smooth 5] [--vocoder world|hifigan]
+        [--cep-mvn true] [--rerank 16] [--cover-lo 0.2] [--cover-hi 0.3] [--cover-smooth 5]
 
 writes ``DIR/<name>`` as 16 kHz mono PCM16, atomically.
 """
@@ -81,7 +75,6 @@ import numpy as np
 from pyutils.vc.envelope import (_cepstral_variance, _moving_average, _warp, cepstrum, coverage_weight,  # noqa: F401
                                   rerank_spectral, warped_source_envelope)
 from pyutils.vc.features import SR, WORLD_FRAME_MS, WORLD_PER_ENC, World, WhisperContent, world_analyze, world_synthesize
-from pyutils.vc.vocoder import VOCODERS, MelRevocoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,29 +89,17 @@ class KnnConfig:
     f0_floor: float = 60.0    # DIO search floor; a clip voiced on < 10 % of frames is redone at
     low_f0_floor: float = 40.0  # this floor (a ~50 Hz voice), kept if it finds more voiced frames
     f0_ceil: float = 600.0
-    cmn: bool = False         # subtract each clip's mean content vector before matching
-    blend: float = 1.0        # weight of the matched frames' envelope vs the source's, warped (band)
-    blend_hz: float = 2000.0    # >0: blend below this frequency, matched frames only above it + 1 kHz
     cep_mvn: bool = True      # source branch: the reference's cepstral spread
     rerank: int = 16          # >0: among this many content neighbours, keep the k spectrally closest
-    ap_from: str = "ref"      # aperiodicity of the matched reference frames ("ref") or the source's own
-    prematch: bool = False    # reference frames' acoustics averaged over their own k content neighbours
     cover_lo: float = 0.2     # coverage-aware weight (cover_hi > cover_lo): best-match cosine distance
     cover_hi: float = 0.3     # at/below lo: matched frames; at/above hi: the source's warped frame (0: off)
     cover_smooth: int = 5     # moving average of the coverage weight, in content frames (20 ms)
-    vocoder: str = "world"    # "world", or "hifigan": the WORLD output re-vocoded by HiFi-GAN
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.smooth < 1 or self.cover_smooth < 1:
             raise ValueError(f"k={self.k}, smooth={self.smooth} and cover_smooth={self.cover_smooth} must be >= 1")
-        if not 0.0 <= self.blend <= 1.0:
-            raise ValueError(f"blend {self.blend}: must be in [0, 1]")
         if self.energy not in ("source", "ref"):
             raise ValueError(f"energy {self.energy!r}: source or ref")
-        if self.ap_from not in ("source", "ref"):
-            raise ValueError(f"ap_from {self.ap_from!r}: source or ref")
-        if self.vocoder not in VOCODERS:
-            raise ValueError(f"vocoder {self.vocoder!r}: one of {', '.join(VOCODERS)}")
         if self.coverage and not 0.0 <= self.cover_lo < self.cover_hi <= 2.0:
             raise ValueError(f"cover_lo={self.cover_lo}, cover_hi={self.cover_hi}: need 0 <= lo < hi <= 2")
 
@@ -198,26 +179,9 @@ def map_f0(f0_src: np.ndarray, f0_ref: np.ndarray) -> np.ndarray:
     return out
 
 
-def prematch_reference(c_ref: np.ndarray, w_ref: World, k: int) -> World:
-    """kNN-VC's prematching on the reference side: each reference content frame ``j`` takes the
-    mean acoustics of its own ``k`` nearest reference frames (itself included),
-    ``log sp'_r(4j + q) = mean_{j' in N_r(j)} log sp_r(4j' + q)`` (and ``ap``), so the matched
-    frames are already averages of like frames; ``f0`` is kept."""
-    nn = knn_indices(c_ref, c_ref, k)                                        # (T_r, k)
-    n = np.arange(len(w_ref.f0))
-    enc_j = np.minimum(n // WORLD_PER_ENC, nn.shape[0] - 1)
-    m = np.clip(nn[enc_j] * WORLD_PER_ENC + (n % WORLD_PER_ENC)[:, None], 0, len(w_ref.f0) - 1)
-    log_sp = np.log(np.maximum(w_ref.sp, 1e-16))[m].mean(axis=1)
-    return World(f0=w_ref.f0, sp=np.exp(log_sp), ap=w_ref.ap[m].mean(axis=1))
-
-
 def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: World,
                      cfg: KnnConfig) -> World:
     """WORLD parameters of the output from matched reference frames (module docstring, steps 2-4)."""
-    if cfg.cmn:
-        c_src, c_ref = c_src - c_src.mean(axis=0), c_ref - c_ref.mean(axis=0)
-    if cfg.prematch:
-        w_ref = prematch_reference(c_ref, w_ref, cfg.k)
     best = np.empty(len(c_src))
     nn = knn_indices(c_src, c_ref, max(cfg.k, cfg.rerank), best_dist=best)   # (T_s, k or rerank)
     n_out = len(w_src.f0)
@@ -226,7 +190,7 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
     sub = n % WORLD_PER_ENC
     m = np.clip(nn[enc_i] * WORLD_PER_ENC + sub[:, None], 0, len(w_ref.f0) - 1)   # (T_out, k)
     target = None
-    if cfg.rerank > cfg.k or cfg.blend < 1.0 or cfg.coverage:
+    if cfg.rerank > cfg.k or cfg.coverage:
         target = warped_source_envelope(w_src, w_ref, cep_mvn=cfg.cep_mvn)
     if cfg.rerank > cfg.k:
         m = rerank_spectral(m, target, w_ref, cfg.k)
@@ -236,21 +200,13 @@ def convert_features(c_src: np.ndarray, w_src: World, c_ref: np.ndarray, w_ref: 
     log_sp_ref = np.log(np.maximum(w_ref.sp, 1e-16))
     log_sp = np.einsum("tk,tkf->tf", weights, log_sp_ref[m])
     ap = np.einsum("tk,tkf->tf", weights, w_ref.ap[m])
-    w = np.ones((1, log_sp.shape[1]))
-    if cfg.blend < 1.0:
-        w = np.full((1, log_sp.shape[1]), cfg.blend)
-        if cfg.blend_hz > 0:
-            hz = np.linspace(0, SR / 2, log_sp.shape[1])
-            w = cfg.blend + (1.0 - cfg.blend) * np.clip((hz - cfg.blend_hz) / 1000.0, 0.0, 1.0)[None, :]
     w_frame = np.ones((n_out, 1))
     if cfg.coverage:
         w_frame = coverage_weight(best, cfg.cover_lo, cfg.cover_hi, cfg.cover_smooth)[enc_i][:, None]
-    if cfg.blend < 1.0 or cfg.coverage:
-        w = w * w_frame
-        log_sp = w * log_sp + (1.0 - w) * target
+        log_sp = w_frame * log_sp + (1.0 - w_frame) * target
     log_sp = _moving_average(log_sp, cfg.smooth)
-    ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0) if cfg.ap_from == "ref" else w_src.ap
-    if cfg.coverage and cfg.ap_from == "ref":
+    ap = np.clip(_moving_average(ap, cfg.smooth), 0.0, 1.0)
+    if cfg.coverage:
         ap = w_frame * ap + (1.0 - w_frame) * w_src.ap
     if cfg.energy == "source":
         e_src = np.log(np.maximum(w_src.sp.mean(axis=1), 1e-16))
@@ -269,14 +225,13 @@ class KnnConverter:
         self._cache: Dict[str, Tuple[np.ndarray, np.ndarray, World]] = {}
         self._tagger = None
         self.threads = threads
-        self._revocoder: Optional[MelRevocoder] = None
         self._speech_ok: set = set()
 
     def analyse(self, path: str) -> Tuple[np.ndarray, np.ndarray, World]:
         if path not in self._cache:
-            from pyutils.vc.evaluate import load_audio
+            from pyutils.audio import load_audio
 
-            x = load_audio(path)
+            x = load_audio(path, SR)[0]
             if len(self._cache) > 64:
                 self._cache.clear()
             self._cache[path] = (x, self.content.features(x), self.world(x))
@@ -328,10 +283,6 @@ class KnnConverter:
         xs, cs, ws = self.analyse(source)
         _, cr, wr = self.analyse(target)
         y = world_synthesize(convert_features(cs, ws, cr, wr, self.cfg))[: xs.size]
-        if self.cfg.vocoder == "hifigan":
-            if self._revocoder is None:
-                self._revocoder = MelRevocoder(self.threads)
-            y = self._revocoder(y)
         level = _rms(y)
         return y * (_rms(xs) / level) if level > 0 else y
 
@@ -351,7 +302,7 @@ def run(pairs: Sequence[Tuple[str, str, str, str]], out_dir: str, conv: KnnConve
         bad_ref: str = "error", log=print) -> Dict[str, float]:
     """Convert every pair into ``out_dir``; all problems first (ConversionError lists them)."""
     from pyutils.vc.convert import unusable_output, write_pcm16
-    from pyutils.vc.evaluate import load_audio
+    from pyutils.audio import load_audio
 
     problems = {pid: conv.problem(src, tgt) for pid, src, tgt, _ in pairs}
     bad = {pid: why for pid, why in problems.items() if why}
@@ -364,7 +315,7 @@ def run(pairs: Sequence[Tuple[str, str, str, str]], out_dir: str, conv: KnnConve
     t0, audio_s, copied = time.time(), 0.0, 0
     for n, (pid, src, tgt, name) in enumerate(pairs, 1):
         if pid in bad:
-            y = load_audio(src)
+            y = load_audio(src, SR)[0]
             copied += 1
             print(f"knn: pair {pid}: {bad[pid]}: wrote the source itself (--bad-ref copy-source)",
                   file=sys.stderr)
@@ -397,14 +348,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-ref-s", type=float, default=d.min_ref_s)
     ap.add_argument("--min-speech", type=float, default=d.min_speech,
                     help="least YAMNet speech score of a reference (0: no speech check)")
-    ap.add_argument("--ap-from", choices=("ref", "source"), default=d.ap_from,
-                    help="aperiodicity of the matched reference frames or the source's own")
-    ap.add_argument("--prematch", choices=("true", "false"), default=str(d.prematch).lower(),
-                    help="average each reference frame's acoustics over its own k content neighbours")
-    ap.add_argument("--blend", type=float, default=d.blend,
-                    help="weight of the matched frames' envelope (1) vs the source's warped one (0)")
-    ap.add_argument("--blend-hz", type=float, default=d.blend_hz,
-                    help="apply --blend below this frequency only, matched frames above it + 1 kHz")
     ap.add_argument("--cep-mvn", choices=("true", "false"), default=str(d.cep_mvn).lower(),
                     help="source branch: give its cepstra the reference's spread")
     ap.add_argument("--rerank", type=int, default=d.rerank)
@@ -415,20 +358,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="... and at or above which it takes the source's own warped frame (0: off)")
     ap.add_argument("--cover-smooth", type=int, default=d.cover_smooth,
                     help="moving average of the coverage weight, in 20 ms content frames")
-    ap.add_argument("--vocoder", choices=VOCODERS, default=d.vocoder,
-                    help="WORLD synthesis, or the WORLD output re-vocoded by the pretrained HiFi-GAN")
-    ap.add_argument("--cmn", choices=("true", "false"), default="false")
     ap.add_argument("--bad-ref", choices=("error", "copy-source"), default="error",
                     help="unusable reference: stop (default) or write the source itself, counted")
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args(argv)
     try:
         cfg = KnnConfig(layer=args.layer, k=args.k, smooth=args.smooth, energy=args.energy,
-                        min_ref_s=args.min_ref_s, min_speech=args.min_speech, ap_from=args.ap_from,
-                        prematch=args.prematch == "true", blend=args.blend, blend_hz=args.blend_hz,
-                        cep_mvn=args.cep_mvn == "true", rerank=args.rerank, cmn=args.cmn == "true",
-                        cover_lo=args.cover_lo, cover_hi=args.cover_hi, cover_smooth=args.cover_smooth,
-                        vocoder=args.vocoder)
+                        min_ref_s=args.min_ref_s, min_speech=args.min_speech,
+                        cep_mvn=args.cep_mvn == "true", rerank=args.rerank,
+                        cover_lo=args.cover_lo, cover_hi=args.cover_hi, cover_smooth=args.cover_smooth)
         pairs = _load_pairs(args)
         stats = run(pairs, args.out, KnnConverter(cfg, args.whisper_model, args.threads), args.bad_ref)
     except Exception as exc:
