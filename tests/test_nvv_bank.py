@@ -30,7 +30,10 @@ def test_manifest_splits_keep_talkers_and_recordings_apart():
     shas = [r["sha256"] for r in used]
     assert len(shas) == len(set(shas))                              # no recording twice
     for tag in {r["tag"] for r in used}:
-        assert {r["split"] for r in used if r["tag"] == tag} == {"train", "dev", "test"}, tag
+        groups = {r["group"] for r in used if r["tag"] == tag}
+        # every split for a tag of >= 3 talker groups (assign_splits); fewer: train only (snore)
+        want = {"train", "dev", "test"} if len(groups) >= 3 else {"train"}
+        assert {r["split"] for r in used if r["tag"] == tag} == want, tag
     # effected packs are never used
     assert not any(r["talker"] in ("hedgewars:Robot", "hedgewars:Singer", "openarena:skelebot") for r in used)
     assert all(r["status"].startswith("rejected: ") for r in rows if r["status"] != "used")
