@@ -127,10 +127,10 @@ fi
 if in_stage 2 features+embeddings; then
   log "stage 2: dump 16 kHz mono audio and log-mel features (nj=${nj})"
   pending=""; declare -A _sig   # sets dumped in this run (and their signatures): embedded together below, then marked
-  _feat_opts=(--n-mels "${n_mels}")
+  _feat_args=(--n-mels "${n_mels}")
   _feat_desc="n_mels=${n_mels} vad=false embed=${utt_embed} ${embed_args}"   # (vad=false: kept, so older dumps stay valid)
   if [ "${pitch_feature}" = true ]; then
-    _feat_opts+=(--pitch)
+    _feat_args+=(--pitch)
     _feat_desc+=" pitch=true"
   fi
   for s in ${all_sets}; do
@@ -152,7 +152,7 @@ if in_stage 2 features+embeddings; then
       "${datadir}/${s}/wav.scp"
     ${train_cmd} JOB=1:${_nj} "${out}/log/dump.JOB.log" \
       python -m pyutils.sqa.features dump --wav-scp "${out}/split${nj}/wav.JOB.scp" --outdir "${out}" --job JOB \
-        "${_feat_opts[@]}"
+        "${_feat_args[@]}"
     echo "${_nj}" > "${out}/nj"
     pending="${pending} ${s}"; _sig[${s}]=${sig}
   done
@@ -208,10 +208,10 @@ if [ "${skip_baselines}" = false ] && in_stage 4 baselines; then
     if stage_done "${out}/.measure.done" --sig "${_sig}" 2> /dev/null; then continue; fi
     mkdir -p "${out}/log"
     _nj=$(cat "${dumpdir}/${s}/nj")
-    _opts=""; [ "${s}" = "${valid_set}" ] && _opts="--no-dnsmos"   # dev only tunes thresholds
+    _m_args=""; [ "${s}" = "${valid_set}" ] && _m_args="--no-dnsmos"   # dev only tunes thresholds
     ${decode_cmd} JOB=1:${_nj} "${out}/log/measure.JOB.log" \
       python -m pyutils.sqa.baselines measure --wav-scp "${dumpdir}/${s}/wav.JOB.scp" \
-        --utt2dur "${dumpdir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_opts}
+        --utt2dur "${dumpdir}/${s}/utt2dur" --out "${out}/measures.JOB.jsonl" ${_m_args}
     for j in $(seq "${_nj}"); do cat "${out}/measures.${j}.jsonl"; done > "${out}/measures.jsonl"
     stage_mark "${out}/.measure.done" --sig "${_sig}" "${out}/measures.jsonl"
   done

@@ -36,23 +36,23 @@ def test_forward_shapes_at_20ms(encoder, pooling):
     assert torch.allclose(single["score"], out["score"][2:3], atol=1e-4)
 
 
-def test_checkpoint_with_retired_options_off_loads_and_one_using_them_is_refused(tmp_path):
-    """Models saved before the unadopted options were removed list them (off): they still load
-    with the same outputs; a model trained with one on is refused with the option's name."""
+def test_checkpoint_of_an_earlier_version_loads_and_one_with_removed_options_is_refused(tmp_path):
+    """Every earlier checkpoint names score_faults ("class", the model this version builds): it
+    loads with the same outputs; one trained with an option this version lacks is refused with
+    the option's name."""
     model = SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn", tcn_dilations=(1, 2))).eval()
-    assert [b.conv.stride[0] for b in model.frontend] == [1, 2, 1, 1]
     save_model(str(tmp_path / "m.pt"), model, {"mean": np.zeros(20, np.float32), "std": np.ones(20, np.float32)})
     blob = torch.load(str(tmp_path / "m.pt"), weights_only=True)
-    blob["model_config"].update(subsample_first=False, score_events=False, event_counter=False,
-                                global_context="none", context_heads=4, context_faults="all")
+    blob["model_config"]["score_faults"] = "class"
     torch.save(blob, str(tmp_path / "old.pt"))
     loaded = load_model(str(tmp_path / "old.pt"))[0]
     x = torch.randn(1, 50, 20)
     assert torch.equal(loaded(x, torch.tensor([50]))["score"], model(x, torch.tensor([50]))["score"])
-    blob["model_config"]["global_context"] = "mean"
-    torch.save(blob, str(tmp_path / "ctx.pt"))
-    with pytest.raises(ModelFileError, match="global_context"):
-        load_model(str(tmp_path / "ctx.pt"))
+    for key, value in (("score_faults", "union"), ("global_context", "mean")):
+        bad = dict(blob, model_config=dict(blob["model_config"], **{key: value}))
+        torch.save(bad, str(tmp_path / "bad.pt"))
+        with pytest.raises(ModelFileError, match=key):
+            load_model(str(tmp_path / "bad.pt"))
 
 
 def test_fit_length_crops_and_pads():
@@ -81,39 +81,6 @@ def test_retired_feature_columns_are_refused_and_old_configs_that_had_them_off_l
     for key in ("vad", "cues"):
         with pytest.raises(ValueError, match=key):
             extract(x, {"n_mels": 40, key: True})
-
-
-def test_score_fault_tracks_union_is_or_of_noise_and_distortion():
-    from pyutils.sqa.model import score_fault_tracks
-
-    p = torch.tensor([[[0.5, 0.5, 0.2], [0.0, 0.9, 0.0], [1.0, 0.0, 1.0]]])   # noise, distortion, pause
-    assert torch.equal(score_fault_tracks(p, "class"), p)
-    u = score_fault_tracks(p, "union")
-    assert torch.allclose(u, torch.tensor([[[0.75, 0.2], [0.9, 0.0], [1.0, 1.0]]]))
-    with pytest.raises(ValueError):
-        score_fault_tracks(p, "max")
-
-
-@pytest.mark.parametrize("pooling", ["att", "rich"])
-def test_union_score_ignores_how_a_fault_is_split_between_noise_and_distortion(pooling):
-    """Swapping the frame head's noise and distortion outputs leaves the union model's score
-    unchanged (it reads only their OR) and changes the per-class model's."""
-    x = torch.randn(2, 60, 40)
-    lengths = torch.tensor([60, 41])
-    scores = {}
-    for mode in ("union", "class"):
-        torch.manual_seed(0)
-        model = SQAModel(ModelConfig(input_dim=40, conv_channels=16, rnn_hidden=8, encoder="tcn",
-                                     tcn_dilations=(1, 2), score_pooling=pooling, score_faults=mode)).eval()
-        with torch.no_grad():
-            a = model(x, lengths)["score"]
-            last = model.frame_head[-1]
-            last.weight[[0, 1]] = last.weight[[1, 0]].clone()
-            last.bias[[0, 1]] = last.bias[[1, 0]].clone()
-            b = model(x, lengths)["score"]
-        scores[mode] = (a, b)
-    assert torch.allclose(*scores["union"], atol=1e-6)
-    assert not torch.allclose(*scores["class"], atol=1e-4)
 
 
 @pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 4)])

@@ -19,22 +19,20 @@ import numpy as np
 from pyutils.sqa.common import FAULTS, SAMPLE_RATE
 
 
-def make_fault_augmenter(fault_sim, exclude=(), extra_kinds=()) -> Callable:
+def make_fault_augmenter(fault_sim, exclude=()) -> Callable:
     """``fault_sim`` is the module :mod:`pyutils.synth.faults`; ``exclude`` lists fault
-    kinds, families or types it must never make (held-out-family training);
-    ``extra_kinds`` adds its augmentation-only kinds (``modnoise``, ``echo``) to the draw."""
-    exclude, extra_kinds = tuple(exclude or ()), tuple(extra_kinds or ())
-    fault_sim.allowed_kinds(exclude, extra_kinds)   # unknown names fail now, not in a worker
+    kinds, families or types it must never make (held-out-family training)."""
+    exclude = tuple(exclude or ())
+    fault_sim.allowed_kinds(exclude)   # unknown names fail now, not in a worker
 
     def augment(x: np.ndarray, rng: np.random.Generator, ref: Optional[dict]):
         old = {f: list((ref or {}).get("faults", {}).get(f, []) or []) for f in FAULTS}
         if not any(old.values()):
             y, ivs, _ = fault_sim.apply_random_faults(x, rng, SAMPLE_RATE, n_faults=int(rng.integers(1, 4)),
-                                                      exclude=exclude, extra_kinds=extra_kinds)
+                                                      exclude=exclude)
             return y, {f: [list(map(float, iv)) for iv in ivs.get(f, [])] for f in FAULTS}
         y, ivs, _ = fault_sim.apply_random_faults(x, rng, SAMPLE_RATE, n_faults=1,
-                                                  types=("noise", "distortion"), exclude=exclude,
-                                                  extra_kinds=extra_kinds)
+                                                  types=("noise", "distortion"), exclude=exclude)
         merged = {f: sorted(old[f] + [list(map(float, iv)) for iv in ivs.get(f, [])]) for f in FAULTS}
         return y, merged
 

@@ -50,7 +50,7 @@ class SQADataset(torch.utils.data.Dataset):
                  augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
                  embed_scp: Optional[str] = None, utts: Optional[List[str]] = None,
                  frames_scp: Optional[str] = None, channel_prob: float = 0.0,
-                 channel: Optional[Callable] = None, channel_score_weight: float = 1.0):
+                 channel: Optional[Callable] = None):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
@@ -84,7 +84,6 @@ class SQADataset(torch.utils.data.Dataset):
         self.augmenter = augmenter
         self.channel_prob = channel_prob if channel is not None and self.wavs else 0.0
         self.channel = channel
-        self.channel_score_weight = float(channel_score_weight)
         self.rng = np.random.default_rng(seed)
         self.feats_cfg = feats_cfg
 
@@ -139,12 +138,12 @@ class SQADataset(torch.utils.data.Dataset):
 
     def _augmented(self, utt: str, faults: bool = True, channel: bool = False) -> Optional[dict]:
         """The example re-made from its waveform: through a channel, then with new faults."""
-        from pyutils.sqa.audio import AudioError, load_audio
+        from pyutils.sqa.audio import AudioError, load_checked
         from pyutils.sqa.features import extract
 
         ref = self.refs.get(utt)
         try:
-            y = load_audio(self.wavs[utt])
+            y = load_checked(self.wavs[utt])
         except AudioError:
             return None
         if channel and not (ref or {}).get("faults", {}).get("distortion"):
@@ -152,9 +151,7 @@ class SQADataset(torch.utils.data.Dataset):
             # after the microphone): on a recording that already has one it would filter
             # away the very cue its label names, so such a recording gets no channel
             y = self.channel(y, self.rng)
-            weight = self.channel_score_weight
-        else:
-            weight = 1.0
+        weight = 1.0
         new_ref = ref
         if faults:
             y, new_faults = self.augmenter(y, self.rng, ref)

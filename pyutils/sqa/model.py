@@ -31,7 +31,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from pyutils.sqa.common import FAULTS, SCORE_MAX, SCORE_MIN
 
 
-SCORE_TRACKS = {"class": len(FAULTS), "union": 2}   # score_faults -> tracks the score head reads
 
 
 @dataclass
@@ -55,12 +54,6 @@ class ModelConfig:
     # pretrained frame features (Whisper encoder frames at 20 ms, randomly projected);
     # 0 = none
     frames_dim: int = 0
-    # what the score head reads of the frame head: "class" = each fault's predicted
-    # fraction (and seconds with "rich"); "union" = noise and distortion merged into one
-    # "something is wrong" track (1 - (1 - p_noise)(1 - p_distortion)) beside the pause:
-    # the score then does not depend on how an unseen kind of fault is split between the
-    # two classes (the reference penalises both alike: 2.4 vs 2.2 x severity x coverage)
-    score_faults: str = "class"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -143,9 +136,7 @@ class SQAModel(nn.Module):
         self.frame_head = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, len(FAULTS)))
         self.utt_head = nn.Linear(2 * d, len(FAULTS))
         self.att = nn.Linear(d, 1)
-        if cfg.score_faults not in SCORE_TRACKS:
-            raise ValueError(f"unknown score_faults {cfg.score_faults!r} (class or union)")
-        k = SCORE_TRACKS[cfg.score_faults]
+        k = len(FAULTS)   # the score head reads each fault's predicted fraction (and seconds)
         score_in = d + k if cfg.score_pooling == "att" else 2 * d + 2 * k
         if cfg.score_pooling not in ("att", "rich"):
             raise ValueError(f"unknown score_pooling {cfg.score_pooling!r} (att or rich)")
@@ -216,7 +207,7 @@ class SQAModel(nn.Module):
         # were trained with (one shared node rounds differently, and the trained weights
         # drift: docs/experiments/sqa.md, "Reading the figures").
         def tracks():
-            return score_fault_tracks(torch.sigmoid(frame_logits), self.cfg.score_faults)
+            return torch.sigmoid(frame_logits)
 
         frac = (tracks() * m).sum(1) / m.sum(1).clamp(min=1.0)
         if self.cfg.score_pooling == "att":
@@ -233,19 +224,6 @@ class SQAModel(nn.Module):
         score = SCORE_MIN + (SCORE_MAX - SCORE_MIN) * torch.sigmoid(z)
         return {"frame_logits": frame_logits, "utt_logits": utt_logits, "score": score,
                 "lengths": out_lens, "mask": mask}
-
-
-def score_fault_tracks(probs: torch.Tensor, mode: str) -> torch.Tensor:
-    """Frame fault probabilities (B, T, 3: noise, distortion, pause) -> the tracks the
-    score head reads: all three (``class``), or (noise OR distortion, pause) (``union``),
-    the OR as for independent events: 1 - (1 - p_noise)(1 - p_distortion)."""
-    if mode not in SCORE_TRACKS:
-        raise ValueError(f"unknown score_faults {mode!r} (class or union)")
-    if mode == "class":
-        return probs
-    i_n, i_d, i_p = FAULTS.index("noise"), FAULTS.index("distortion"), FAULTS.index("pause")
-    either = 1.0 - (1.0 - probs[..., i_n]) * (1.0 - probs[..., i_d])
-    return torch.stack([either, probs[..., i_p]], dim=-1)
 
 
 def frames_to_grid(frames, n_feats: int):
@@ -298,23 +276,16 @@ def _plain(obj):
     return obj
 
 
-# options of earlier models that were measured and not adopted (egs/sqa/RESULTS.md), with
-# the value that means "off": a checkpoint that has them off loads; one that uses them
-# was trained with an architecture this code no longer builds
-RETIRED_OPTIONS = {"subsample_first": False, "score_events": False, "event_counter": False,
-                   "global_context": "none", "context_heads": 4, "context_faults": "all"}
-
-
 def model_config_from_dict(cfg: dict) -> ModelConfig:
-    """:class:`ModelConfig` of a checkpoint's ``model_config`` (retired options dropped when
-    off; ``ValueError`` naming the option when one is on)."""
+    """:class:`ModelConfig` of a checkpoint's ``model_config``; ``ValueError`` naming the options
+    this version does not have (options of experiments not adopted: egs/sqa/RESULTS.md)."""
     cfg = dict(cfg)
-    for key, off in RETIRED_OPTIONS.items():
-        if key in cfg:
-            value = cfg.pop(key)
-            if value != off and key != "context_heads":
-                raise ValueError(f"trained with {key}={value!r}, an option this version no longer has "
-                                 f"(it was not adopted: egs/sqa/RESULTS.md); retrain the model")
+    if cfg.get("score_faults", "class") == "class":   # every checkpoint names it; "class" is the model built
+        cfg.pop("score_faults", None)
+    unknown = sorted(set(cfg) - set(ModelConfig.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"trained with {', '.join(f'{k}={cfg[k]!r}' for k in unknown)}: options this version "
+                         f"no longer has (not adopted: egs/sqa/RESULTS.md); retrain the model")
     if "tcn_dilations" in cfg:
         cfg["tcn_dilations"] = tuple(cfg["tcn_dilations"])
     return ModelConfig(**cfg)

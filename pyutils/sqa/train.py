@@ -28,20 +28,16 @@ when it ends a run early, the log says so and the result depends on the load.
 20 ms, :mod:`pyutils.sqa.embed` ``--frames-dim``) into the frame encoder; their
 training-set mean and std are computed once and saved with the model.
 ``augment_exclude`` lists fault kinds (``babble``, ``reverb``, ...) or fault
-types the on-the-fly augmentation must not make (leave-one-family-out runs);
-``augment_extra_kinds`` adds the simulator's augmentation-only kinds to it.
+types the on-the-fly augmentation must not make (leave-one-family-out runs).
 ``channel_prob`` passes that share of the training examples through a random
-benign recording channel (:mod:`pyutils.synth.channel`), labels and score kept.
-``ema_decay`` d > 0 keeps an exponential moving average of the weights,
-``w_ema <- d * w_ema + (1 - d) * w`` after every update (``torch.optim.swa_utils``);
-the dev loss is then measured on, and ``model.pt`` holds, the averaged weights.
+benign recording channel (:mod:`pyutils.synth.channel`, its noise floor 30-65 dB
+under the speech), labels and score kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import functools
 import json
 import math
 import os
@@ -69,16 +65,11 @@ DEFAULTS = {
     "w_utt": 0.5,
     "augment_prob": 0.0,
     "augment_exclude": [],  # fault kinds/types the augmentation must not make
-    "augment_extra_kinds": [],  # augmentation-only kinds of pyutils.synth.faults (modnoise, echo)
     "channel_prob": 0.0,  # share of examples through a benign recording channel (pyutils.synth.channel)
-    "channel_score_weight": 1.0,  # score-loss weight of an example made only through a channel
-    "channel_floor_db": [30.0, 65.0],  # range of the channel's noise floor under the speech (dB);
-                          # the simulator labels noise at 0-25 dB SNR (pyutils.synth.faults)
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
     "frame_embed": False,  # feed frames.scp (Whisper encoder frames, 20 ms) to the frame encoder
-    "ema_decay": 0.0,     # > 0: dev selection and model.pt use an EMA of the weights (0 = off)
     "seed": 0,
     "num_threads": 1,     # >1 thrashes on a loaded machine (measured 10x slower at load 10 on 2 cores)
     "num_workers": 1,     # data loading/augmentation in a separate process (the 2nd core)
@@ -122,15 +113,6 @@ def _read_config(path: str, seen: tuple = ()) -> dict:
     return merged
 
 
-def _floor_range(value) -> tuple:
-    """``channel_floor_db`` as (low, high) dB, checked: two numbers, 0 <= low <= high."""
-    ok = (isinstance(value, (list, tuple)) and len(value) == 2
-          and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
-    if not ok or not 0 <= value[0] <= value[1]:
-        raise ValueError(f"channel_floor_db must be [low, high] dB with 0 <= low <= high, got {value!r}")
-    return float(value[0]), float(value[1])
-
-
 def load_config(path: str | None) -> dict:
     """DEFAULTS updated by the YAML at ``path`` (and the chain of ``base:`` configs it names)."""
     cfg = copy.deepcopy(DEFAULTS)
@@ -168,7 +150,7 @@ def compute_loss(model, batch, mean, std, cfg) -> tuple:
     return total, {"score": l_score.item(), "frame": l_frame.item(), "utt": l_utt.item()}
 
 
-def make_augmenter(exclude=(), extra_kinds=()):
+def make_augmenter(exclude=()):
     """Fault simulator from the mini-corpus helper, adapted to (x, rng, ref) -> (y, faults)."""
     try:
         from pyutils.synth import faults as fault_sim
@@ -177,7 +159,7 @@ def make_augmenter(exclude=(), extra_kinds=()):
         return None
     from pyutils.sqa.augment import make_fault_augmenter
 
-    return make_fault_augmenter(fault_sim, exclude=exclude, extra_kinds=extra_kinds)
+    return make_fault_augmenter(fault_sim, exclude=exclude)
 
 
 def frames_stats(frames, utts) -> tuple:
@@ -191,17 +173,6 @@ def frames_stats(frames, utts) -> tuple:
     mean = total / max(count, 1)
     std = np.sqrt(np.maximum(sq / max(count, 1) - mean ** 2, 1e-8))
     return torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
-
-
-def make_ema(model, decay: float):
-    """Exponential moving average of ``model``'s weights and buffers (None when ``decay`` is 0)."""
-    if decay <= 0:
-        return None
-    if not decay < 1:
-        raise ValueError(f"ema_decay must be in [0, 1), got {decay}")
-    from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-
-    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
 
 def _seed_worker(_worker_id: int) -> None:
@@ -241,7 +212,7 @@ def train(args) -> int:
     stats = np.load(args.stats)
     mean, std = torch.from_numpy(stats["mean"]), torch.from_numpy(stats["std"])
 
-    augmenter = make_augmenter(cfg["augment_exclude"], cfg["augment_extra_kinds"]) if cfg["augment_prob"] > 0 else None
+    augmenter = make_augmenter(cfg["augment_exclude"]) if cfg["augment_prob"] > 0 else None
     d = args.train_dir
     wav_scp = f"{d}/wav.scp" if os.path.exists(f"{d}/wav.scp") else None  # needed for augmentation only
     feats_cfg = {"n_mels": int(mean.shape[0])}
@@ -278,13 +249,12 @@ def train(args) -> int:
     if cfg["channel_prob"] > 0:
         from pyutils.synth.channel import apply_channel
 
-        lo, hi = _floor_range(cfg["channel_floor_db"])
-        channel = functools.partial(apply_channel, floor_db=(lo, hi))   # (x, rng) -> y
+        channel = apply_channel   # (x, rng) -> y
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
                            frames_scp=train_frames, channel_prob=float(cfg["channel_prob"]),
-                           channel=channel, channel_score_weight=float(cfg["channel_score_weight"]))
+                           channel=channel)
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
                          embed_scp=dev_embed, frames_scp=dev_frames)
     if len(train_set) == 0:
@@ -310,7 +280,6 @@ def train(args) -> int:
     model = model.to(device)
     mean, std = mean.to(device), std.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    ema = make_ema(model, float(cfg["ema_decay"]))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     total_steps = int(cfg["max_updates"]) or max(1, cfg["epochs"] * len(sampler))
     max_epochs = -(-total_steps // len(sampler))
@@ -331,11 +300,6 @@ def train(args) -> int:
         ck = safe_torch_load(last_path, device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
-        if ema is not None:
-            if "ema" not in ck:
-                raise SystemExit(f"{last_path} has no EMA weights but ema_decay is "
-                                 f"{cfg['ema_decay']}: remove it to train from scratch")
-            ema.load_state_dict(ck["ema"])
         start_epoch, best, step, spent = ck["epoch"] + 1, ck["best"], ck["step"], ck["seconds"]
         # a time-limited schedule is kept; without a time budget the schedule is the
         # configured length (a raised max_updates then continues instead of stopping)
@@ -382,8 +346,6 @@ def train(args) -> int:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg["grad_clip"])
             opt.step()
-            if ema is not None:
-                ema.update_parameters(model)
             tot += loss.item()
             parts += [p["score"], p["frame"], p["utt"]]
             nb += 1
@@ -399,7 +361,7 @@ def train(args) -> int:
                 sched_steps = max(step + 1, fit)
                 print(f"the time budget of {cfg['max_minutes']} min allows about {fit} of "
                       f"{total_steps} steps: LR schedule over {sched_steps} steps", flush=True)
-        kept = model if ema is None else ema.module   # the weights dev selects and model.pt keeps
+        kept = model   # the weights dev selects and model.pt keeps
         dev_loss = evaluate(kept, dev_loader, mean, std, cfg, device)
         secs = time.time() - t0
         parts /= max(nb, 1)
@@ -417,8 +379,6 @@ def train(args) -> int:
         ck = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
               "seconds": time.time() - t_start, "epoch": epoch, "best": best,
               "sched_steps": sched_steps, "torch_rng": torch.get_rng_state()}
-        if ema is not None:
-            ck["ema"] = ema.state_dict()
         torch.save(ck, last_path + ".tmp")
         os.replace(last_path + ".tmp", last_path)
     if not _usable_model(model_path):
