@@ -21,10 +21,7 @@ set -euo pipefail
 # a long run is going cannot change (or break) that run.
 {
 
-min() { local a=$1; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
-  SECONDS=0
-  _cmdline="$0 $*"
-  _run_t0=$(date +%s.%N)
+_cmdline="$0 $*"
 
 # ---------------------------------------------------------------- options
 # General
@@ -42,13 +39,12 @@ datadir=data             # Kaldi data dirs
 dumpdir=dump             # dumped audio
 expdir=exp               # experiments
 corpus_dir=corpus        # where stage 0 writes the mini corpus
-synth_opts=              # more chorus-synth nvv options, e.g. "--voices espeak --nvv-sounds generated" (the
-                         # corpora before the voice and NVV banks; give another --corpus_dir with it)
+synth_args=              # more chorus-synth nvv options, e.g. "--voices espeak" (give another --corpus_dir with it)
 mini_dir=                # Kaldi data dirs to use instead of the generated mini corpus (DIR/data/{train,dev,test}; DIR/.done)
 skip_train=false         # only decode with an existing model (--asr_exp): skip training data in stage 2 and stages 3-5
 
 # Data
-corpora=auto             # real corpora (db.sh names, e.g. "NVBENCH MNV17"); auto: those set in db.sh; none: mini corpus
+corpus=mini              # mini | real corpora by name, several allowed ("nvbench mnv17"; paths in db.sh) | all: those set in db.sh
 unmapped=drop_tag        # chorus-prep policy for source labels without a challenge tag: drop_tag|keep_text|drop_utt
 train_set=train          # training data dir name under datadir
 valid_set=dev            # validation data dir name
@@ -112,9 +108,10 @@ help_message=$(cat <<EOF
 Usage: $0 [options]   (run from a recipe dir through its run.sh)
 
 NVV-aware ASR recipe, stages 0-8 (--asr_method espnet: the ESPnet stages below;
---asr_method cascade: 2 dump of the test sets, 3 not used, 4 YAMNet features of the corpus,
-5 fit the NVV detector, 6 detector events + frozen Whisper text -> tagged transcripts):
-  0 corpus (mini corpus, or check the real corpora named in db.sh)
+--asr_method cascade: 2 dump of the test sets, 3 not used, 4 detector features of the corpus
+(frozen Whisper encoder frames; --detector yamnet: YAMNet patches), 5 fit the NVV detector,
+6 detector events + frozen Whisper text -> tagged transcripts):
+  0 corpus (mini corpus, or check the real corpora of --corpus, paths in db.sh)
   1 data prep (Kaldi data dirs; real corpora via chorus-prep)
   2 format: 16 kHz mono dump + utt2dur, too short/long training utts removed
   3 tokens (BPE or characters; the 16 NVV tags atomic)
@@ -127,42 +124,17 @@ Examples:
   ./run.sh                                   # default preset, all stages (egs/nvv_asr_{en,zh}: the cascade)
   ./run.sh --asr_method espnet               # the ESPnet conformer trained from scratch
   ./run.sh --preset ci                       # CI-sized run
+  ./run.sh --corpus "nvbench mnv17"          # real corpora (NVBENCH, MNV17 in db.sh)
   ./run.sh --stage 5 --ngpu 1 --asr_config conf/tuning/train_asr_conformer_large.yaml
   ./run.sh --asr_method espnet --whisper true   # fine-tune pretrained Whisper base (tags as new tokens)
   ./run.sh --whisper true --whisper_model ~/.cache/hf/faster-whisper-small   # another Whisper
+  ./run.sh --detector yamnet --asr_tag yamnet   # another cascade detector in exp/asr_yamnet
   # decode any Kaldi data dir (wav.scp) with a trained model:
   ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default_en_bpe300
 EOF
 )
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
 
-. utils/parse_options.sh
-if [ $# -ne 0 ]; then
-  echo "$0: unexpected argument(s): $*  (options are --name value; see --help)" >&2
-  exit 2
-fi
-
-for f in path.sh cmd.sh db.sh; do
-  [ -f "${f}" ] || { echo "$0: ./${f} not found: run this from a recipe dir (egs/<recipe>)" >&2; exit 1; }
-done
-. ./path.sh
-. ./cmd.sh
-. ./db.sh
-
-case "${preset}" in ci|default|large) ;; *) echo "$0: --preset must be ci|default|large, got '${preset}'" >&2; exit 2 ;; esac
-case "${whisper}" in true|false) ;; *) echo "$0: --whisper must be true or false, got '${whisper}'" >&2; exit 2 ;; esac
-case "${asr_method}" in espnet|cascade) ;; *) echo "$0: --asr_method must be espnet or cascade, got '${asr_method}'" >&2; exit 2 ;; esac
-case "${detector}" in whisper|whisper_yamnet|yamnet) ;; *) echo "$0: --detector must be whisper, whisper_yamnet or yamnet, got '${detector}'" >&2; exit 2 ;; esac
-[[ "${detector_layers}" =~ ^[1-6](,[1-6])*$ ]] || { echo "$0: --detector_layers must be encoder blocks 1-6 separated by commas, got '${detector_layers}'" >&2; exit 2; }
-case "${detector_real}" in auto|true|false) ;; *) echo "$0: --detector_real must be auto, true or false, got '${detector_real}'" >&2; exit 2 ;; esac
-if [ "${asr_method}" = cascade ]; then
-  if [ "${whisper}" = true ]; then
-    echo "$0: --whisper true fine-tunes Whisper inside ESPnet: give --asr_method espnet with it (the cascade keeps Whisper frozen)" >&2; exit 2
-  fi
-  case "${lang}" in en|zh) ;; *) echo "$0: --asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" >&2; exit 2 ;; esac
-  [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
-  [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
-  [[ "${detector_heads}" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --detector_heads must be a whole number >= 1, got '${detector_heads}'" >&2; exit 2; }
-fi
 if [ "${whisper}" = true ]; then
   token_type=whisper
   feats_normalize=none   # Whisper normalises its own log-mel features
@@ -172,43 +144,52 @@ if [ "${whisper}" = true ]; then
     [ -f "${inference_config}" ] || inference_config=conf/decode_asr_whisper.yaml
   fi
 fi
-case "${token_type}" in bpe|char|whisper) ;; *) echo "$0: --token_type must be bpe, char or whisper, got '${token_type}'" >&2; exit 2 ;; esac
-if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
-  echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
-fi
-case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
-. utils/stage_prelude.sh "${expdir}"   # stage range, one run per exp dir, log, stage clock, failure line
-
-_ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)  # path.sh sets OMP_NUM_THREADS=1, which nproc honours
-[ "${nj}" = auto ] && nj=$(min "${_ncpu}" 8)
-[ -z "${inference_nj}" ] && inference_nj=${nj}
-[ "${train_threads}" = auto ] && train_threads=${_ncpu}  # auto: one thread per core
+_db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)   # training corpora of --corpus (db.sh names)
+check_options() {
+  local c
+  case "${asr_method}" in espnet|cascade) ;; *) echo "$0: --asr_method must be espnet or cascade, got '${asr_method}'" >&2; exit 2 ;; esac
+  case "${detector}" in whisper|whisper_yamnet|yamnet) ;; *) echo "$0: --detector must be whisper, whisper_yamnet or yamnet, got '${detector}'" >&2; exit 2 ;; esac
+  [[ "${detector_layers}" =~ ^[1-6](,[1-6])*$ ]] || { echo "$0: --detector_layers must be encoder blocks 1-6 separated by commas, got '${detector_layers}'" >&2; exit 2; }
+  case "${detector_real}" in auto|true|false) ;; *) echo "$0: --detector_real must be auto, true or false, got '${detector_real}'" >&2; exit 2 ;; esac
+  if [ "${asr_method}" = cascade ]; then
+    if [ "${whisper}" = true ]; then
+      echo "$0: --whisper true fine-tunes Whisper inside ESPnet: give --asr_method espnet with it (the cascade keeps Whisper frozen)" >&2; exit 2
+    fi
+    case "${lang}" in en|zh) ;; *) echo "$0: --asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" >&2; exit 2 ;; esac
+    [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
+    [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
+    [[ "${detector_heads}" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --detector_heads must be a whole number >= 1, got '${detector_heads}'" >&2; exit 2; }
+  fi
+  case "${token_type}" in bpe|char|whisper) ;; *) echo "$0: --token_type must be bpe, char or whisper, got '${token_type}'" >&2; exit 2 ;; esac
+  if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
+    echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
+  fi
+  case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
+  case " ${corpus} " in *" mini "*|*" all "*) [[ "${corpus}" =~ ^\ *(mini|all)\ *$ ]] && return 0
+    echo "$0: --corpus '${corpus}': mini and all stand alone" >&2; exit 2 ;; esac
+  for c in ${corpus}; do
+    [[ " ${_db_corpora[*]} " == *" ${c^^} "* ]] \
+      || { echo "$0: unknown --corpus '${c}' (mini, all, or some of: ${_db_corpora[*],,})" >&2; exit 2; }
+    corpus_path "${c}" > /dev/null
+  done
+}
+check_options
+: "${inference_nj:=${nj}}"
+[ "${train_threads}" != auto ] || train_threads=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 _auto_tests=false
 if [ "${test_sets}" = auto ]; then
   _auto_tests=true
   # (the cascade's dev split chooses the detector's thresholds: its score would flatter it)
   if [ "${preset}" = ci ] || [ "${asr_method}" = cascade ]; then test_sets=test; else test_sets="dev test"; fi
 fi
-
-# dumped_test_set SET: 0 when stage 2 dumped SET; 1 (with a warning) when --test_sets auto
-# named a set the corpus does not have; exits when a named set was not dumped.
-dumped_test_set() {
-  if [ ! -f "${dumpdir}/raw/$1/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/$1/wav.scp" ]; then
-    log "  WARNING: no ${datadir}/$1: not decoded"; return 1
-  fi
-  [ -f "${dumpdir}/raw/$1/wav.scp" ] || { echo "$0: ${dumpdir}/raw/$1/wav.scp not found: run stage 2 with --test_sets $1" >&2; exit 1; }
-}
-
-# Real corpora named in db.sh (training data) and the official Track 1 test set.
-_db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)
-if [ "${corpora}" = auto ]; then
-  corpora=""
-  for c in "${_db_corpora[@]}"; do [ -n "${!c:-}" ] && corpora+="${corpora:+ }${c}"; done
-elif [ "${corpora}" = none ]; then
-  corpora=""
-fi
-use_mini=true
-[ -n "${corpora}" ] && use_mini=false
+corpora=""   # the db.sh names of the real training corpora (--corpus)
+case "${corpus}" in
+  mini) ;;
+  all) for c in "${_db_corpora[@]}"; do [ -z "${!c:-}" ] || corpora+="${corpora:+ }${c}"; done
+       [ -n "${corpora}" ] || { echo "$0: --corpus all: no corpus is set in db.sh" >&2; exit 2; } ;;
+  *) for c in ${corpus}; do corpora+="${corpora:+ }${c^^}"; done ;;
+esac
+use_mini=true; [ -z "${corpora}" ] || use_mini=false
 if [ -n "${NVV_TRACK1_TEST:-}" ] && [ "${skip_train}" != true ]; then
   _t1set="track1_test_${lang}"
   [[ " ${test_sets} " == *" ${_t1set} "* ]] || test_sets+=" ${_t1set}"
@@ -221,109 +202,17 @@ if [ -z "${inference_config}" ]; then
   inference_config=conf/decode_asr_${preset}.yaml
   [ -f "${inference_config}" ] || inference_config=conf/decode_asr.yaml
 fi
-if [ -z "${asr_tag}" ]; then
-  asr_tag=$(basename "${asr_config}" .yaml)
-  asr_tag+="_${lang}_${token_type}"
-  [ "${token_type}" = bpe ] && asr_tag+=${nbpe}
-  [ "${nvv_tags}" = true ] || asr_tag+="_notags"
-fi
 # decode dir: ESPnet's naming, the decoding config's name (decode_asr...) and the model's
 if [ "${asr_method}" = cascade ]; then
-  : "${asr_exp:=${expdir}/asr_cascade_${preset}_${lang}}"
+  : "${asr_tag:=cascade_${preset}_${lang}}"
   : "${inference_tag:=decode_cascade}"
 fi
+_tag=$(basename "${asr_config}" .yaml)_${lang}_${token_type}$([ "${token_type}" != bpe ] || echo "${nbpe}")
+: "${asr_tag:=${_tag}$([ "${nvv_tags}" = true ] || echo _notags)}"
 : "${asr_exp:=${expdir}/asr_${asr_tag}}"
 : "${inference_tag:=$(basename "${inference_config}" .yaml)_$(basename "${inference_model%.*}" | tr . _)}"
 : "${decode_root:=${asr_exp}/${inference_tag}}"
-
-token_dir=${datadir}/token_list/${lang}_${token_type}
-[ "${token_type}" = bpe ] && token_dir+=${nbpe}
-[ "${token_type}" = whisper ] && token_dir+=_$(basename "${whisper_model:-base}" | tr -c 'A-Za-z0-9_.\n-' _)
-[ "${nvv_tags}" = true ] || token_dir+=_notags
-bpeprefix=${token_dir}/bpe
-bpemodel=${bpeprefix}.model
-token_list=${token_dir}/tokens.txt
-nlsyms_txt=${token_dir}/nlsyms.txt
-# Feature statistics depend on the front-end settings: their hash is part of the name,
-# so a config with another front-end never reuses stale stats.
-_fe_hash=$(python3 -c 'import sys, yaml, hashlib, json
-try:
-    c = yaml.safe_load(open(sys.argv[1])) or {}
-except OSError:
-    c = {}
-print(hashlib.md5(json.dumps([c.get("frontend"), c.get("frontend_conf")], sort_keys=True).encode()).hexdigest()[:6])' "${asr_config}")
-asr_stats_dir=${expdir}/asr_stats_raw_$(basename "${token_dir}")_fe${_fe_hash}
-
-timing_tsv=${expdir}/timing.tsv
-run_id=$(date +%Y%m%dT%H%M%S)_$$
 mkdir -p "${expdir}"
-
-# `timed KIND NAME cmd...`: run cmd, append its wall time to ${timing_tsv}.
-# KIND: espnet | espnet_equiv | corpus (anything not timed is recipe overhead).
-_cur_stage=0
-timed() {
-  local kind=$1 name=$2; shift 2
-  local t0 t1 rc=0
-  t0=$(date +%s.%N)
-  "$@" || rc=$?
-  t1=$(date +%s.%N)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${run_id}" "${_cur_stage}" "${kind}" "${name}" "${t0}" "${t1}" >> "${timing_tsv}"
-  return ${rc}
-}
-
-# Split the keys of $1 into $3 files $2.1 .. $2.N (round robin keeps sizes equal).
-split_keys() {
-  local src=$1 prefix=$2 n=$3
-  mkdir -p "$(dirname "${prefix}")"
-  awk -v n="${n}" -v p="${prefix}" '{ print > (p "." ((NR - 1) % n + 1)) }' "${src}"
-}
-
-nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
-
-_nlsyms_opt=()
-[ "${token_type}" = char ] && [ "${nvv_tags}" = true ] && _nlsyms_opt=(--non_linguistic_symbols "${nlsyms_txt}")
-_bpe_opt=()
-[ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
-# Whisper: ESPnet reads pre-tokenised text (text_whisper: Whisper BPE pieces and tags,
-# see pyutils/whisper/tokens.py) as "word" tokens, and runs the chorus_whisper classes
-# through pyutils.whisper.asr_train/asr_inference (espnet2.bin.* with them registered).
-_text=text; _espnet_token_type=${token_type}
-_asr_train_mod=espnet2.bin.asr_train; _asr_inference_mod=espnet2.bin.asr_inference
-_whisper_args=()
-if [ "${token_type}" = whisper ]; then
-  _text=text_whisper; _espnet_token_type=word
-  _asr_train_mod=pyutils.whisper.asr_train; _asr_inference_mod=pyutils.whisper.asr_inference
-  if [ -n "${whisper_model}" ]; then
-    [ "${whisper_model}" = base ] || whisper_model=$(readlink -f "${whisper_model}")
-    _whisper_args=(--encoder_conf whisper_model="${whisper_model}" --decoder_conf whisper_model="${whisper_model}")
-  fi
-fi
-
-# RESULTS.md of this decode (stage 7; refreshed at the end of the run with the final
-# timing): ${decode_root}/RESULTS.md, copied to ${asr_exp}/ (unless --copy_results false)
-# and to the recipe dir after a default run.
-write_results() {
-  ${decode_cmd} "${decode_root}/log/overhead.log" \
-    python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" \
-      --start "${_run_t0}" --stages "${stage}-${_cur_stage}" --json "${decode_root}/overhead.json"
-  ${decode_cmd} "${decode_root}/log/results.log" \
-    python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
-      --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-method "${asr_method}" --asr-config "${asr_config}" \
-      --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
-      --out "${decode_root}/RESULTS.md"
-  [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
-  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
-    # The default path (egs/nvv_asr_*/run.sh: the cascade) owns RESULTS.md; the ESPnet
-    # conformer and the Whisper fine-tuning have their own files.
-    local _name=RESULTS.md
-    [ "${asr_method}" = espnet ] && _name=RESULTS_conformer.md
-    [ "${whisper}" = true ] && _name=RESULTS_whisper.md
-    ${decode_cmd} "${decode_root}/log/copy_results.log" \
-      python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
-    log "  RESULTS.md -> $(pwd)/${_name}"
-  fi
-}
-
 log "${_cmdline}"
 log "lang=${lang} preset=${preset} nj=${nj} ngpu=${ngpu} data=$([ "${use_mini}" = true ] && echo "mini corpus" || echo "${corpora}") asr_exp=${asr_exp}"
 
@@ -334,8 +223,7 @@ if [ -n "${mini_dir}" ]; then _mini_given=true; else mini_dir=${corpus_dir}/nvv_
 # (split by speaker), its train speakers' clips an extra NVV bank of the mini corpus
 # (${_deeply}/bank_train); the cascade's stage 4 splices its train/dev clips into real speech.
 _deeply=${corpus_dir}/deeply_nvv
-if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
-  _cur_stage=0; stage_begin 0 "corpus"
+if in_stage 0 "corpus"; then
   if [ -n "${DEEPLY_NVV:-}" ]; then
     [ -d "${DEEPLY_NVV}" ] || { echo "$0: DEEPLY_NVV=${DEEPLY_NVV} (db.sh) is not a directory" >&2; exit 1; }
     if stage_done "${_deeply}/.prep.done" --sig "${DEEPLY_NVV}"; then
@@ -351,7 +239,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
         ! -name '*.log' ! -path '*/real_*' | LC_ALL=C sort)
     fi
     if [ "${use_mini}" = true ] && [ "${_mini_given}" = false ]; then
-      synth_opts+=" --nvv-bank-extra ${_deeply}/bank_train"
+      synth_args+=" --nvv-bank-extra ${_deeply}/bank_train"
     fi
   fi
   if [ "${use_mini}" = true ]; then
@@ -369,9 +257,9 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
       # any language espeak-ng speaks (en/zh/vi grammars, others from CLDR); otherwise
       # chorus-synth exits 2 with one message saying what to provide instead
       log "  chorus-synth nvv (log ${expdir}/log/synth_nvv_${lang}_${preset}.log)"
-      timed corpus chorus-synth utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
+      utils/run.pl "${expdir}/log/synth_nvv_${lang}_${preset}.log" \
         chorus-synth nvv --lang "${lang}" --preset "${preset}" \
-          --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}" ${synth_opts}
+          --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}" ${synth_args}
       stage_mark "${mini_dir}/.corpus.done" --dir "${mini_dir}"
     fi
   else
@@ -388,8 +276,7 @@ if [ ${stage} -le 0 ] && [ ${stop_stage} -ge 0 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 1
-if [ ${stage} -le 1 ] && [ ${stop_stage} -ge 1 ]; then
-  _cur_stage=1; stage_begin 1 "data prep"
+if in_stage 1 "data prep"; then
   if [ "${use_mini}" = true ]; then
     log "stage 1: data prep from the mini corpus ${mini_dir}"
     [ -f "${mini_dir}/.done" ] || { echo "$0: ${mini_dir} is not finished: run stage 0" >&2; exit 1; }
@@ -481,8 +368,23 @@ print(", ".join(f"{k}={v}" for k, v in c.items() if v) or "none")' "${datadir}/$
 fi
 
 # ---------------------------------------------------------------- stage 2
-if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
-  _cur_stage=2; stage_begin 2 "format"
+# Split the keys of $1 into $3 files $2.1 .. $2.N (round robin keeps sizes equal).
+split_keys() {
+  local src=$1 prefix=$2 n=$3
+  mkdir -p "$(dirname "${prefix}")"
+  awk -v n="${n}" -v p="${prefix}" '{ print > (p "." ((NR - 1) % n + 1)) }' "${src}"
+}
+
+# dumped_test_set SET: 0 when stage 2 dumped SET; 1 (with a warning) when --test_sets auto
+# named a set the corpus does not have; exits when a named set was not dumped.
+dumped_test_set() {
+  if [ ! -f "${dumpdir}/raw/$1/wav.scp" ] && [ "${_auto_tests}" = true ] && [ ! -f "${datadir}/$1/wav.scp" ]; then
+    log "  WARNING: no ${datadir}/$1: not decoded"; return 1
+  fi
+  [ -f "${dumpdir}/raw/$1/wav.scp" ] || { echo "$0: ${dumpdir}/raw/$1/wav.scp not found: run stage 2 with --test_sets $1" >&2; exit 1; }
+}
+
+if in_stage 2 "format"; then
   log "stage 2: format audio (${fs} Hz mono PCM16) -> ${dumpdir}/raw"
   # (the cascade trains no ESPnet model: its detector reads the corpus itself, stage 4)
   if [ "${skip_train}" = true ] || [ "${asr_method}" = cascade ]; then _sets=${test_sets}; else _sets="${train_set} ${valid_set} ${test_sets}"; fi
@@ -513,7 +415,7 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
     split_keys "${_src}/wav.scp" "${_out}/log/wav.scp" "${_nj}"
     _seg=()
     [ -f "${_src}/segments" ] && _seg=(--segments "${_src}/segments")
-    timed espnet_equiv dump_audio ${train_cmd} JOB=1:"${_nj}" "${_out}/log/dump.JOB.log" \
+    ${train_cmd} JOB=1:"${_nj}" "${_out}/log/dump.JOB.log" \
       python -m pyutils.asr.dump_audio --fs "${fs}" --on-error "${_onerr}" --min-dur "${_mindur}" \
         "${_seg[@]}" "${_out}/log/wav.scp.JOB" "${_out}/data/format.JOB"
     for f in wav.scp utt2dur; do
@@ -546,6 +448,44 @@ if [ ${stage} -le 2 ] && [ ${stop_stage} -ge 2 ]; then
   done
 fi
 
+# Names of the ESPnet stages 3-6 (token lists, statistics, Whisper fine-tuning).
+token_dir=${datadir}/token_list/${lang}_${token_type}
+[ "${token_type}" = bpe ] && token_dir+=${nbpe}
+[ "${token_type}" = whisper ] && token_dir+=_$(basename "${whisper_model:-base}" | tr -c 'A-Za-z0-9_.\n-' _)
+[ "${nvv_tags}" = true ] || token_dir+=_notags
+bpeprefix=${token_dir}/bpe
+bpemodel=${bpeprefix}.model
+token_list=${token_dir}/tokens.txt
+nlsyms_txt=${token_dir}/nlsyms.txt
+# Feature statistics depend on the front-end settings: their hash is part of the name,
+# so a config with another front-end never reuses stale stats.
+_fe_hash=$(python3 -c 'import sys, yaml, hashlib, json
+try:
+    c = yaml.safe_load(open(sys.argv[1])) or {}
+except OSError:
+    c = {}
+print(hashlib.md5(json.dumps([c.get("frontend"), c.get("frontend_conf")], sort_keys=True).encode()).hexdigest()[:6])' "${asr_config}")
+asr_stats_dir=${expdir}/asr_stats_raw_$(basename "${token_dir}")_fe${_fe_hash}
+_nlsyms_opt=()
+[ "${token_type}" = char ] && [ "${nvv_tags}" = true ] && _nlsyms_opt=(--non_linguistic_symbols "${nlsyms_txt}")
+_bpe_opt=()
+[ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
+# Whisper: ESPnet reads pre-tokenised text (text_whisper: Whisper BPE pieces and tags,
+# see pyutils/whisper/tokens.py) as "word" tokens, and runs the chorus_whisper classes
+# through pyutils.whisper.asr_train/asr_inference (espnet2.bin.* with them registered).
+_text=text; _espnet_token_type=${token_type}
+_asr_train_mod=espnet2.bin.asr_train; _asr_inference_mod=espnet2.bin.asr_inference
+_whisper_args=()
+if [ "${token_type}" = whisper ]; then
+  _text=text_whisper; _espnet_token_type=word
+  _asr_train_mod=pyutils.whisper.asr_train; _asr_inference_mod=pyutils.whisper.asr_inference
+  if [ -n "${whisper_model}" ]; then
+    [ "${whisper_model}" = base ] || whisper_model=$(readlink -f "${whisper_model}")
+    _whisper_args=(--encoder_conf whisper_model="${whisper_model}" --decoder_conf whisper_model="${whisper_model}")
+  fi
+fi
+
+
 # Stages 3-6 of --asr_method cascade (frozen Whisper text + the NVV detector) live in
 # local/nvv_asr_cascade.sh; the ESPnet stages 3-6 below run only with --asr_method espnet.
 if [ "${asr_method}" = cascade ]; then
@@ -553,8 +493,7 @@ if [ "${asr_method}" = cascade ]; then
 fi
 
 # ---------------------------------------------------------------- stage 3
-if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
-  _cur_stage=3; stage_begin 3 "tokens"
+if [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ] && in_stage 3 "tokens"; then
   log "stage 3: token list (${token_type}, nvv_tags=${nvv_tags}) -> ${token_dir}"
   mkdir -p "${token_dir}"
   if [ "${token_type}" = whisper ]; then
@@ -574,7 +513,7 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ] 
     ${train_cmd} "${token_dir}/log/nlsyms.log" python -m pyutils.asr.tokens nlsyms "${nlsyms_txt}"
     cut -f 2- -d ' ' "${dumpdir}/raw/${train_set}/text" > "${token_dir}/train.txt"
     if [ "${token_type}" = bpe ]; then
-      timed espnet_equiv spm_train ${train_cmd} "${token_dir}/log/train_bpe.log" \
+      ${train_cmd} "${token_dir}/log/train_bpe.log" \
         python -m pyutils.asr.tokens train-bpe --text "${token_dir}/train.txt" \
           --vocab-size "${nbpe}" --model-prefix "${bpeprefix}" --model-type "${bpe_model_type}" --nvv-tags "${nvv_tags}"
       grep -v '^#' "${token_dir}/log/train_bpe.log" | tail -n 1
@@ -584,7 +523,7 @@ if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ] && [ "${skip_train}" != true ] 
     { cat "${token_dir}/train.txt"; [ "${nvv_tags}" = true ] && cat "${nlsyms_txt}"; true; } \
       > "${token_dir}/vocab_text.txt"
     # (the backend joins words without white space unquoted, Kaldi's rule: '<...>' quoted for its shell)
-    timed espnet tokenize_text ${train_cmd} "${token_dir}/log/tokenize_text.log" \
+    ${train_cmd} "${token_dir}/log/tokenize_text.log" \
       python -m espnet2.bin.tokenize_text \
         --token_type "${token_type}" "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" \
         --input "${token_dir}/vocab_text.txt" --output "${token_list}" --field 1- \
@@ -600,10 +539,9 @@ fi
 # ---------------------------------------------------------------- stage 4
 _train_dir=${dumpdir}/raw/${train_set}
 _valid_dir=${dumpdir}/raw/${valid_set}
-_common_opts=(--use_preprocessor true --token_type "${_espnet_token_type}" --token_list "${token_list}"
+_common_args=(--use_preprocessor true --token_type "${_espnet_token_type}" --token_list "${token_list}"
   "${_bpe_opt[@]}" "${_nlsyms_opt[@]}" --cleaner none --g2p none)
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
-  _cur_stage=4; stage_begin 4 "stats"
+if [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ] && in_stage 4 "stats"; then
   log "stage 4: collect stats -> ${asr_stats_dir}"
   [ -f "${asr_config}" ] || { echo "$0: training config ${asr_config} not found" >&2; exit 1; }
   if grep -qE '^normalize:' "${asr_config}"; then
@@ -615,8 +553,8 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ] 
   _nj=$(min "${nj}" "$(nlines "${_train_dir}/wav.scp")" "$(nlines "${_valid_dir}/wav.scp")")
   split_keys "${_train_dir}/wav.scp" "${_logdir}/train.scp" "${_nj}"
   split_keys "${_valid_dir}/wav.scp" "${_logdir}/valid.scp" "${_nj}"
-  timed espnet asr_train_collect_stats ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
-    python -m "${_asr_train_mod}" --collect_stats true "${_common_opts[@]}" "${_whisper_args[@]}" \
+  ${train_cmd} JOB=1:"${_nj}" "${_logdir}/stats.JOB.log" \
+    python -m "${_asr_train_mod}" --collect_stats true "${_common_args[@]}" "${_whisper_args[@]}" \
       --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
       --train_data_path_and_name_and_type "${_train_dir}/${_text},text,text" \
       --valid_data_path_and_name_and_type "${_valid_dir}/wav.scp,speech,sound" \
@@ -625,7 +563,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ] 
       --output_dir "${_logdir}/stats.JOB" --config "${asr_config}" --frontend_conf fs="${fs}" ${asr_args}
   _inputs=()
   for i in $(seq "${_nj}"); do _inputs+=(--input_dir "${_logdir}/stats.${i}"); done
-  timed espnet aggregate_stats_dirs ${train_cmd} "${_logdir}/aggregate_stats.log" \
+  ${train_cmd} "${_logdir}/aggregate_stats.log" \
     python -m espnet2.bin.aggregate_stats_dirs "${_inputs[@]}" --output_dir "${asr_stats_dir}"
   # Text shapes with the vocabulary size appended (ESPnet's convention).
   _ntok=$(nlines "${token_list}")
@@ -635,26 +573,25 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ] 
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ]; then
-  _cur_stage=5; stage_begin 5 "train"
+if [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ] && in_stage 5 "train"; then
   log "stage 5: train ${asr_exp} (config ${asr_config}, ngpu=${ngpu}, num_nodes=${num_nodes})"
   _trained=("${asr_exp}/${inference_model}" "${asr_exp}/config.yaml" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --adopt "${_trained[@]}"; then
     log "  ${asr_exp} is trained, skipping (remove ${asr_exp}/.train.done to train again)"
   else
     mkdir -p "${asr_exp}"
-    _opts=()
-    [ -n "${init_param}" ] && _opts+=(--init_param "${init_param}")
-    [ "${feats_normalize}" = global_mvn ] && _opts+=(--normalize global_mvn --normalize_conf stats_file="${asr_stats_dir}/train/feats_stats.npz")
-    [ "${feats_normalize}" = utterance_mvn ] && _opts+=(--normalize utterance_mvn)
-    [ "${feats_normalize}" = none ] && _opts+=(--normalize none)
+    _train_extra=()
+    [ -n "${init_param}" ] && _train_extra+=(--init_param "${init_param}")
+    [ "${feats_normalize}" = global_mvn ] && _train_extra+=(--normalize global_mvn --normalize_conf stats_file="${asr_stats_dir}/train/feats_stats.npz")
+    [ "${feats_normalize}" = utterance_mvn ] && _train_extra+=(--normalize utterance_mvn)
+    [ "${feats_normalize}" = none ] && _train_extra+=(--normalize none)
     log "  log: ${asr_exp}/train.log"
     OMP_NUM_THREADS=${train_threads} MKL_NUM_THREADS=${train_threads} \
-    timed espnet asr_train python -m espnet2.bin.launch \
+    python -m espnet2.bin.launch \
       --cmd "${cuda_cmd} --name ${asr_exp}/train.log" --log "${asr_exp}/train.log" \
       --ngpu "${ngpu}" --num_nodes "${num_nodes}" \
       --init_file_prefix "${asr_exp}/.dist_init_" --multiprocessing_distributed true -- \
-      python -m "${_asr_train_mod}" "${_common_opts[@]}" "${_whisper_args[@]}" \
+      python -m "${_asr_train_mod}" "${_common_args[@]}" "${_whisper_args[@]}" \
         --config "${asr_config}" --frontend_conf fs="${fs}" \
         --train_data_path_and_name_and_type "${_train_dir}/wav.scp,speech,sound" \
         --train_data_path_and_name_and_type "${_train_dir}/${_text},text,text" \
@@ -665,7 +602,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ] 
         --valid_shape_file "${asr_stats_dir}/valid/speech_shape" \
         --valid_shape_file "${asr_stats_dir}/valid/text_shape.${token_type}" \
         --resume true --fold_length 80000 --fold_length 150 \
-        --output_dir "${asr_exp}" "${_opts[@]}" ${asr_args}
+        --output_dir "${asr_exp}" "${_train_extra[@]}" ${asr_args}
     [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: training ended without ${asr_exp}/${inference_model}; see ${asr_exp}/train.log" >&2; exit 1; }
     # Options a later decode needs (parsed, never sourced, by pyutils.asr.decode_dir:
     # key=value lines with plain values).
@@ -676,8 +613,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ] 
 fi
 
 # ---------------------------------------------------------------- stage 6
-if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ] && [ "${asr_method}" = espnet ]; then
-  _cur_stage=6; stage_begin 6 "decode"
+if [ "${asr_method}" = espnet ] && in_stage 6 "decode"; then
   log "stage 6: decode ${test_sets} with ${asr_exp}/${inference_model} (${inference_config})"
   [ -f "${asr_exp}/config.yaml" ] || { echo "$0: ${asr_exp}/config.yaml not found: train first (stage 5) or give --asr_exp" >&2; exit 1; }
   [ -e "${asr_exp}/${inference_model}" ] || { echo "$0: ${asr_exp}/${inference_model} not found" >&2; exit 1; }
@@ -695,7 +631,7 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ] && [ "${asr_method}" = espnet ]
     _rc=0
     # One thread per job (Kaldi convention; oversubscribed OpenMP threads spin).
     OMP_NUM_THREADS=1 \
-    timed espnet asr_inference ${decode_cmd} --gpu "${_ngpu_inf}" JOB=1:"${_nj}" "${_logdir}/asr_inference.JOB.log" \
+    ${decode_cmd} --gpu "${_ngpu_inf}" JOB=1:"${_nj}" "${_logdir}/asr_inference.JOB.log" \
       python -m "${_asr_inference_mod}" --batch_size 1 --ngpu "${_ngpu_inf}" \
         --data_path_and_name_and_type "${_data}/wav.scp,speech,sound" \
         --key_file "${_logdir}/keys.scp.JOB" \
@@ -725,8 +661,28 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ] && [ "${asr_method}" = espnet ]
 fi
 
 # ---------------------------------------------------------------- stage 7
-if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
-  _cur_stage=7; stage_begin 7 "score"
+# RESULTS.md of this decode (stage 7): ${decode_root}/RESULTS.md, copied to ${asr_exp}/
+# (unless --copy_results false) and to the recipe dir after a default run.
+write_results() {
+  ${decode_cmd} "${decode_root}/log/results.log" \
+    python -m pyutils.asr.results --exp "${asr_exp}" --decode-root "${decode_root}" --inference-tag "${inference_tag}" \
+      --test-sets "${test_sets}" --lang "${lang}" --preset "${preset}" --asr-method "${asr_method}" --asr-config "${asr_config}" \
+      --inference-config "${inference_config}" --data "$([ "${use_mini}" = true ] && echo "mini corpus ${mini_dir}" || echo "${corpora}")" \
+      --stage-times "${expdir}/stage_times.tsv" --out "${decode_root}/RESULTS.md"
+  [ "${copy_results}" = false ] || cp "${decode_root}/RESULTS.md" "${asr_exp}/RESULTS.md"
+  if [ "${copy_results}" = true ] || { [ "${copy_results}" = auto ] && [ "${preset}" = default ]; }; then
+    # The default path (egs/nvv_asr_*/run.sh: the cascade) owns RESULTS.md; the ESPnet
+    # conformer and the Whisper fine-tuning have their own files.
+    local _name=RESULTS.md
+    [ "${asr_method}" = espnet ] && _name=RESULTS_conformer.md
+    [ "${whisper}" = true ] && _name=RESULTS_whisper.md
+    ${decode_cmd} "${decode_root}/log/copy_results.log" \
+      python -m pyutils.results_file --report "${decode_root}/RESULTS.md" --into "${_name}"
+    log "  RESULTS.md -> $(pwd)/${_name}"
+  fi
+}
+
+if in_stage 7 "score"; then
   log "stage 7: score -> ${decode_root}/<set>/score, RESULTS.md"
   _scored=()
   for dset in ${test_sets}; do
@@ -775,8 +731,7 @@ if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 7 ]; then
 fi
 
 # ---------------------------------------------------------------- stage 8
-if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
-  _cur_stage=8; stage_begin 8 "package"
+if in_stage 8 "package"; then
   log "stage 8: package Track 1 submissions for: ${package_sets}"
   _subdir=submission/$(basename "${asr_exp}")
   mkdir -p "${_subdir}"
@@ -794,18 +749,6 @@ if [ ${stage} -le 8 ] && [ ${stop_stage} -ge 8 ]; then
 fi
 
 stage_end
-_run_t1=$(date +%s.%N)
-if [ -s "${timing_tsv}" ] && grep -q "^${run_id}	" "${timing_tsv}"; then
-  ${decode_cmd} "${expdir}/log/overhead.log" \
-    python -m pyutils.asr.timing overhead --timing "${timing_tsv}" --run-id "${run_id}" --start "${_run_t0}" \
-      --end "${_run_t1}" --stages "${stage}-${stop_stage}"
-  grep -v '^#' "${expdir}/log/overhead.log" | while read -r line; do log "${line}"; done
-  # Stage 7 wrote RESULTS.md before stage 8 ran: refresh it with the whole run's timing.
-  if [ ${stage} -le 7 ] && [ ${stop_stage} -ge 8 ] && [ -f "${decode_root}/RESULTS.md" ]; then
-    _cur_stage=${stop_stage}
-    write_results > /dev/null
-  fi
-fi
 log "successfully finished stages ${stage}-${stop_stage} [elapsed=${SECONDS}s]"
 exit 0
 }

@@ -30,8 +30,7 @@ _shipped_det=${_chorus_root}/pyutils/nvv_detect/nvv_detector.npz
 _nj_det=$(min "${nj}" 4)
 
 # ---------------------------------------------------------------- stage 3
-if [ ${stage} -le 3 ] && [ ${stop_stage} -ge 3 ]; then
-  _cur_stage=3; stage_begin 3 "tokens"
+if in_stage 3 "tokens"; then
   log "stage 3: not used by --asr_method cascade (Whisper keeps its own tokens; the tags are placed by time)"
 fi
 
@@ -48,7 +47,7 @@ _cached_set() {
     log "  ${name}: done, skipping"; return 0
   fi
   rm -f "${marker}" "${_featdir}/${name}".*.npz*
-  timed espnet_equiv "feats_${name}" ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
+  ${train_cmd} JOB=1:"${_nj_det}" "${_featdir}/log/${name}.JOB.log" \
     python -m "${module}" "$@" --part JOB --parts "${_nj_det}" --out "${_featdir}/${name}.JOB.npz"
   stage_mark "${marker}" --sig "${sig} $* ${_nj_det} emb" "${outs[@]}"
   log "  ${name}: $(grep -h ' utterances, .* -> ' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " " $5}')"
@@ -69,8 +68,7 @@ if [ "${detector_real}" != false ]; then
   fi
 fi
 
-if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ]; then
-  _cur_stage=4; stage_begin 4 "detector features"
+if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
   log "stage 4: ${detector} features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
   mkdir -p "${_featdir}/log"
   if [ "${use_mini}" = true ]; then
@@ -107,8 +105,7 @@ if [ ${stage} -le 4 ] && [ ${stop_stage} -ge 4 ] && [ "${skip_train}" != true ];
 fi
 
 # ---------------------------------------------------------------- stage 5
-if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ]; then
-  _cur_stage=5; stage_begin 5 "train detector"
+if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
   mkdir -p "${asr_exp}/log"
   _train=() _dev=() _p=
   [ "${detector}" = yamnet ] || _p=wf_
@@ -120,17 +117,17 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
   else
     log "stage 5: fit the NVV detector (--detector ${detector}) on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
     if [ "${detector}" = yamnet ]; then
-      _det_mod=pyutils.nvv_detect.yamnet_detector _det_opts=(--l2 "${detector_l2}")
-      [ "${detector_embed}" = true ] && _det_opts+=(--embed)
+      _det_mod=pyutils.nvv_detect.yamnet_detector _det_args=(--l2 "${detector_l2}")
+      [ "${detector_embed}" = true ] && _det_args+=(--embed)
     else
-      _det_mod=pyutils.nvv_detect.frame_heads _det_opts=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
+      _det_mod=pyutils.nvv_detect.frame_heads _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
       if [ "${detector}" = whisper_yamnet ]; then
         for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz "${_featdir}"/deeply_{train,dev}.*.npz; do
-          [ -f "${f}" ] && _det_opts+=(--yamnet-feats "${f}")
+          [ -f "${f}" ] && _det_args+=(--yamnet-feats "${f}")
         done
       fi
     fi
-    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector} ${_det_opts[*]} ${detector_args}"
+    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector} ${_det_args[*]} ${detector_args}"
   fi
   _trained=("${_det}" "${_det}.sha256" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --sig "${_sig}"; then
@@ -142,8 +139,8 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
       cp "${_shipped_det}.sha256" "${_det}.sha256"
     else
       log "  log: ${asr_exp}/log/train_detector.log"
-      timed espnet_equiv detector_train ${train_cmd} "${asr_exp}/log/train_detector.log" \
-        python -m "${_det_mod}" "${_train[@]}" "${_dev[@]}" "${_det_opts[@]}" --out "${_det}" \
+      ${train_cmd} "${asr_exp}/log/train_detector.log" \
+        python -m "${_det_mod}" "${_train[@]}" "${_dev[@]}" "${_det_args[@]}" --out "${_det}" \
           --report "${asr_exp}/detector_report.json" ${detector_args}
       grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
     fi
@@ -156,8 +153,7 @@ if [ ${stage} -le 5 ] && [ ${stop_stage} -ge 5 ] && [ "${skip_train}" != true ];
 fi
 
 # ---------------------------------------------------------------- stage 6
-if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
-  _cur_stage=6; stage_begin 6 "decode"
+if in_stage 6 "decode"; then
   log "stage 6: decode ${test_sets}: detector events + frozen Whisper ${whisper_model:-base} (pyutils.asr.cascade)"
   [ -f "${_det}" ] || { echo "$0: ${_det} not found: fit the detector first (stage 5) or give --asr_exp" >&2; exit 1; }
   for dset in ${test_sets}; do
@@ -168,10 +164,10 @@ if [ ${stage} -le 6 ] && [ ${stop_stage} -ge 6 ]; then
     rm -rf "${_logdir}"; mkdir -p "${_logdir}"
     _pack=(); [ "${decode_pack}" = true ] && _pack=(--pack)
     OMP_NUM_THREADS=1 \
-    timed espnet_equiv nvv_detect ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
+    ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
       python -m pyutils.nvv_detect.detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
         --out "${_dir}/events.jsonl"
-    timed espnet_equiv cascade ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
+    ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
       python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \
         --events "${_dir}/events.jsonl" --threads "${nj}" --jsonl "${_dir}/track1.jsonl" \
         --details "${_dir}/details.jsonl" --text "${_dir}/text" --whisper-cache "${_dir}/whisper_cache.jsonl" \

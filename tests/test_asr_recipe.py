@@ -109,16 +109,6 @@ def test_dump_audio_any_input(tmp_path):
         assert info.samplerate == 16000 and info.channels == 1 and info.subtype == "PCM_16"
 
 
-def test_overhead_formula():
-    rows = [{"stage": 2, "kind": "espnet_equiv", "name": "dump", "t0": 0.0, "t1": 10.0},
-            {"stage": 5, "kind": "espnet", "name": "asr_train", "t0": 12.0, "t1": 102.0},
-            {"stage": 0, "kind": "corpus", "name": "synth", "t0": -50.0, "t1": 0.0}]
-    res = timing.overhead(rows, -50.0, 105.0)
-    # total 155 - espnet 90 - equiv 10 - corpus 50 = 5 s overhead over 100 s of work
-    assert res["recipe_s"] == pytest.approx(5.0)
-    assert res["overhead_pct"] == pytest.approx(5.0)
-
-
 def test_rtf_from_logs(tmp_path):
     (tmp_path / "asr_inference.1.log").write_text(
         "# python -m espnet2.bin.asr_inference\n"

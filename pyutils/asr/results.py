@@ -20,6 +20,7 @@ import sys
 from datetime import datetime, timezone
 from typing import List, Optional
 from pyutils.io import atomic_write
+from pyutils.jobs.stage_times import markdown as stage_times_markdown
 
 
 def _load(path: str) -> Optional[dict]:
@@ -197,8 +198,8 @@ def _cascade_lines(exp: str) -> List[str]:
 
 
 def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
-          asr_config: str, inference_config: str, data: str, asr_method: str = "espnet") -> str:
-    ov = _load(os.path.join(decode_root, "overhead.json")) or _load(os.path.join(exp, "overhead.json")) or {}
+          asr_config: str, inference_config: str, data: str, asr_method: str = "espnet",
+          stage_times: str = "") -> str:
     ms = _model_summary(exp)
     cfg = os.path.join(exp, "config.yaml")
     lines = [
@@ -219,15 +220,6 @@ def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], 
             f"parameters: {ms.get('params', '?')}; epochs: {ms.get('epochs', '?')}; last valid acc: {_fmt(ms.get('valid_acc'), 3)}",
             f"- decoding: `{inference_config}` ({_config_excerpt(inference_config, ['beam_size', 'ctc_weight', 'lm_weight', 'penalty', 'maxlenratio'])}), "
             f"model `{inference_tag}`"]
-    if ov:
-        steps = ov.get("steps_s", {})
-        st = ov.get("stages", [])
-        st = st if isinstance(st, str) else ",".join(map(str, st))
-        lines.append(f"- timing of this run (stages {st}; load above): wall "
-                     f"{_fmt(ov.get('wall_total_s'), 1)} s; corpus generation {_fmt(ov.get('corpus_s'), 1)} s; "
-                     f"training {_fmt(steps.get('asr_train'), 1)} s; ESPnet commands {_fmt(ov.get('espnet_s'), 1)} s "
-                     f"+ ESPnet-equivalent steps {_fmt(ov.get('espnet_equiv_s'), 1)} s; recipe overhead "
-                     f"{_fmt(ov.get('recipe_s'), 1)} s = {_fmt(ov.get('overhead_pct'))} %")
     lines.append("")
     for name in test_sets:
         d = os.path.join(decode_root, name)
@@ -237,6 +229,8 @@ def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], 
     if os.path.isfile(table):
         with open(table, encoding="utf-8") as f:
             lines += ["## Real speech", "", f.read().rstrip("\n"), ""]
+    if stage_times:
+        lines += stage_times_markdown(stage_times, "## Time per stage (this run, up to the scoring)")
     return "\n".join(lines) + "\n"
 
 
@@ -252,10 +246,11 @@ def main(argv=None) -> int:
     p.add_argument("--asr-config", default="")
     p.add_argument("--inference-config", default="")
     p.add_argument("--data", default="")
+    p.add_argument("--stage-times", default="", help="stage_times.tsv of the run (utils/stage_prelude.sh)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     text = build(a.exp, a.decode_root or os.path.join(a.exp, a.inference_tag), a.inference_tag, a.test_sets.split(), a.lang, a.preset, a.asr_config,
-                 a.inference_config, a.data, a.asr_method)
+                 a.inference_config, a.data, a.asr_method, a.stage_times)
     with atomic_write(a.out) as f:
         f.write(text)
     return 0
