@@ -151,7 +151,7 @@ GAP_S, MIN_EVENT_S, SPLIT_S = 0.16, 0.12, 2.0
 
 
 def frame_runs_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: Sequence[str],
-                         thresholds: Sequence[float], frame_s: float = 0.04) -> List[dict]:
+                         thresholds: Sequence[float], frame_s: float = 0.04, with_probs: bool = False) -> List[dict]:
     """Per-frame tag posteriors ``(T, K)`` (frame ``f`` spans ``[starts_f, starts_f + frame_s)``)
     -> event rows with the runs' own onsets and offsets.
 
@@ -160,7 +160,8 @@ def frame_runs_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tag
     is one event of ``argmax_k sum_f p_f(k) / theta(k)`` over its frames, a longer one is cut
     into runs of the same ``argmax_k p_f(k) / theta(k)``; an event spans ``[starts_a, starts_b +
     frame_s)`` of its first and last active frame, is dropped when shorter than ``MIN_EVENT_S``,
-    and scores ``max_f p_f(k)``."""
+    and scores ``max_f p_f(k)``. ``with_probs``: each event also carries ``probs``, the mean
+    posterior of every tag over its frames (what :mod:`pyutils.nvv_detect.naming` reads)."""
     if len(starts) == 0:
         return []
     starts = np.asarray(starts, dtype=np.float64)
@@ -191,6 +192,9 @@ def frame_runs_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tag
             t0, t1 = float(starts[s]), float(starts[e]) + frame_s
             if t1 - t0 < MIN_EVENT_S - 1e-9:
                 continue
-            out.append({"utt_id": utt_id, "tag": tags[k], "start": round(t0, 3), "end": round(t1, 3),
-                        "score": round(float(probs[s:e + 1, k].max()), 4)})
+            row = {"utt_id": utt_id, "tag": tags[k], "start": round(t0, 3), "end": round(t1, 3),
+                   "score": round(float(probs[s:e + 1, k].max()), 4)}
+            if with_probs:
+                row["probs"] = {t: round(float(v), 4) for t, v in zip(tags, probs[s:e + 1].mean(axis=0))}
+            out.append(row)
     return out

@@ -1,0 +1,311 @@
+"""Name each located NVV event from knowledge of real sounds; abstain when unsure.
+
+    python -m pyutils.nvv_detect.naming name --wav-scp data/test/wav.scp --events events.jsonl \\
+        --out events.named.jsonl [--model namer.npz] [--min-prob 0.4] [--no-whisper]
+    python -m pyutils.nvv_detect.naming fit --data data/deeply_train [--data ...] --out namer.npz
+
+The frame detector (:mod:`pyutils.nvv_detect.frame_heads`) finds WHERE an NVV is; its idea of
+WHAT it is comes from a few dozen recordings. Here each event ``e`` (its crop ``x_e``: the span
+padded by 0.25 s, at least 1 s; :func:`pyutils.nvv_detect.whisper_label_scores.crop`) is named
+from three sources over the challenge tags ``k``:
+
+- YAMNet (AudioSet, real recordings of laughs, coughs, sneezes, sighs, breathing, snoring, ...):
+  ``y_k = max_patches max_{c in CLASSES[k]} sigmoid(l_c)`` over the crop's patches
+  (:data:`CLASSES`; yawn has no AudioSet class: ``y_yawn`` = the mean of the other tags);
+- Whisper's subtitle labels: ``w_k = log P("(laughs)" | x_e)``
+  (:mod:`pyutils.nvv_detect.whisper_label_scores`), as ``w_k - logsumexp_j w_j``;
+- the detector heads' mean posterior over the event's frames ``h_k`` (the event row's
+  ``probs``; absent: a flat distribution, i.e. no vote).
+
+Zero-shot fusion (product of experts), ``z_k = log y_k + a_w (w_k - lse w) + a_h log h_k``;
+a fitted namer (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet
+embedding]`` of labelled clips, L2 ``--l2``) replaces the first two terms by its logits.
+``p = softmax(z)``; the event gets ``argmax_k p_k`` when ``max_k p_k >= min_prob`` and is
+dropped otherwise: a tag of the wrong class costs a false alarm AND a miss, no tag only the miss.
+
+Model file (``fit``): npz of plain arrays beside its ``.sha256`` (``kind`` = ``nvv_namer``,
+``tags``, ``W``, ``b``, ``mu``, ``sigma``, ``a_w``, ``a_h``, ``min_prob``), never unpickled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from pyutils.nvv_detect.arrays import DetectorError, load_arrays, save_arrays
+from pyutils.nvv_detect.whisper_label_scores import crop, softmax
+
+KIND = "nvv_namer"
+#: zero-shot defaults: Whisper's weight, the heads' weight, the abstention threshold
+A_W, A_H, MIN_PROB = 0.3, 0.3, 0.0
+EMBED_DIM = 1024
+
+#: challenge tag -> the AudioSet classes that name it (YAMNet's display names)
+CLASSES: Dict[str, Sequence[str]] = {
+    "breath": ("Breathing", "Pant", "Wheeze"),
+    "sniff": ("Sniff",),
+    "laugh": ("Laughter", "Baby laughter", "Giggle", "Snicker", "Belly laugh", "Chuckle, chortle"),
+    "cry": ("Crying, sobbing", "Baby cry, infant cry", "Whimper"),
+    "cough": ("Cough",),
+    "throat clearing": ("Throat clearing",),
+    "sneeze": ("Sneeze",),
+    "sigh": ("Sigh",),
+    "gasp": ("Gasp",),
+    "snore": ("Snoring", "Snort"),
+    "hum": ("Humming",),
+    "moan": ("Wail, moan", "Groan"),
+    "hiss": ("Hiss",),
+    "burp": ("Burping, eructation", "Hiccup"),
+    "yawn": (),
+    "lipsmack": ("Chewing, mastication",),
+}
+
+
+def _lse(z: np.ndarray) -> np.ndarray:
+    m = z.max(axis=1, keepdims=True)
+    return m + np.log(np.exp(z - m).sum(axis=1, keepdims=True))
+
+
+class Evidence:
+    """Per-crop evidence of the two knowledge sources: YAMNet tag scores (+ embeddings) and
+    Whisper label log-likelihoods."""
+
+    def __init__(self, tags: Sequence[str], whisper: bool = True, embed: bool = False, threads: int = 1):
+        from pyutils.nvv_detect.yamnet_features import Features
+
+        self.tags = list(tags)
+        self.feats = Features(num_threads=threads, embed=embed)
+        tagger = self.feats.tagger
+        self.class_ids = [tagger.class_ids(CLASSES.get(t, ())) for t in self.tags]
+        self.whisper = None
+        if whisper:
+            from pyutils.nvv_detect.whisper_label_scores import WhisperLabelScorer
+
+            self.whisper = WhisperLabelScorer(self.tags, threads=threads)
+
+    def yamnet(self, crops: Sequence[np.ndarray]):
+        """(E, K) tag scores ``y_k`` and (E, 1024) mean embeddings (None without ``embed``)."""
+        from scipy.special import expit
+
+        ys, embs = [], []
+        for x in crops:
+            if len(x) < 16000:
+                x = np.pad(x, (0, 16000 - len(x)))
+            _, lg, emb = self.feats.logits_emb(x, 16000)
+            s = expit(lg).max(axis=0)
+            ys.append([s[ids].max() if ids else np.nan for ids in self.class_ids])
+            embs.append(emb.mean(axis=0) if emb is not None else None)
+        y = np.asarray(ys, dtype=np.float64).reshape(len(crops), len(self.tags))
+        if y.size:                      # a tag without an AudioSet class: the mean of the others
+            y = np.where(np.isnan(y), np.nanmean(y, axis=1, keepdims=True), y)
+        return np.clip(y, 1e-4, 1.0), (np.stack(embs) if embs and embs[0] is not None else None)
+
+    def whisper_scores(self, crops: Sequence[np.ndarray]) -> Optional[np.ndarray]:
+        """(E, K) ``w_k - logsumexp_j w_j``, or None without Whisper."""
+        if self.whisper is None or not crops:
+            return None
+        w = np.concatenate([self.whisper.scores(crops[i:i + 8]) for i in range(0, len(crops), 8)])
+        return w - _lse(w)
+
+    def features(self, crops: Sequence[np.ndarray]) -> Dict[str, Optional[np.ndarray]]:
+        y, emb = self.yamnet(crops)
+        return {"log_y": np.log(y), "w": self.whisper_scores(crops), "emb": emb}
+
+
+class Namer:
+    """Zero-shot fusion, or a fitted logistic regression over the evidence (module docstring)."""
+
+    def __init__(self, tags: Sequence[str], a_w: float = A_W, a_h: float = A_H, min_prob: float = MIN_PROB,
+                 W: Optional[np.ndarray] = None, b: Optional[np.ndarray] = None,
+                 mu: Optional[np.ndarray] = None, sigma: Optional[np.ndarray] = None):
+        self.tags = list(tags)
+        self.a_w, self.a_h, self.min_prob = float(a_w), float(a_h), float(min_prob)
+        self.W, self.b, self.mu, self.sigma = W, b, mu, sigma
+
+    @property
+    def fitted(self) -> bool:
+        return self.W is not None
+
+    @property
+    def embed(self) -> bool:
+        return self.fitted and self.W.shape[0] > 2 * len(self.tags)
+
+    @classmethod
+    def load(cls, path: Path) -> "Namer":
+        a = load_arrays(path, missing="; fit one with `python -m pyutils.nvv_detect.naming fit`")
+        if str(a.get("kind", "")) != KIND:
+            raise DetectorError(f"{path}: not an NVV namer file (kind {a.get('kind')!r})")
+        return cls([str(t) for t in a["tags"]], float(a["a_w"]), float(a["a_h"]), float(a["min_prob"]),
+                   a["W"], a["b"], a["mu"], a["sigma"])
+
+    def save(self, path: Path) -> None:
+        save_arrays({"kind": np.array(KIND), "tags": np.array(self.tags), "W": self.W, "b": self.b,
+                     "mu": self.mu, "sigma": self.sigma, "a_w": np.array(self.a_w),
+                     "a_h": np.array(self.a_h), "min_prob": np.array(self.min_prob)}, path)
+
+    def design(self, ev: Dict[str, Optional[np.ndarray]]) -> np.ndarray:
+        """The fitted model's input rows ``[log y, w - lse w (0 without Whisper), emb]``."""
+        n = len(ev["log_y"])
+        w = ev["w"] if ev["w"] is not None else np.zeros((n, len(self.tags)))
+        parts = [ev["log_y"], w]
+        if self.embed or (not self.fitted and ev.get("emb") is not None):
+            if ev.get("emb") is None:
+                raise DetectorError("this namer reads YAMNet embeddings: none were computed")
+            parts.append(ev["emb"])
+        return np.concatenate(parts, axis=1)
+
+    def logits(self, ev: Dict[str, Optional[np.ndarray]], heads: Optional[np.ndarray] = None) -> np.ndarray:
+        """(E, K) fused ``z`` (module docstring); ``heads``: (E, K) posteriors or None."""
+        if self.fitted:
+            z = ((self.design(ev) - self.mu) / self.sigma) @ self.W + self.b
+        else:
+            z = ev["log_y"] + (self.a_w * ev["w"] if ev["w"] is not None else 0.0)
+        if heads is not None and self.a_h:
+            h = np.clip(heads, 1e-4, None)
+            z = z + self.a_h * np.log(h / h.sum(axis=1, keepdims=True))
+        return z
+
+    def probs(self, ev, heads=None) -> np.ndarray:
+        return softmax(self.logits(ev, heads), axis=1)
+
+
+def heads_matrix(events: Sequence[dict], tags: Sequence[str]) -> Optional[np.ndarray]:
+    """(E, K) of the events' ``probs`` (the heads' mean posteriors); a row without them is flat;
+    None when no event has them."""
+    if not any(isinstance(e.get("probs"), dict) for e in events):
+        return None
+    out = np.full((len(events), len(tags)), 1.0 / len(tags))
+    for i, e in enumerate(events):
+        p = e.get("probs")
+        if isinstance(p, dict):
+            out[i] = [max(float(p.get(t, 0.0)), 0.0) for t in tags]
+    return out
+
+
+def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: List[dict]) -> List[dict]:
+    """The events of one utterance, renamed (``tag``; ``detected_as`` keeps the detector's tag,
+    ``name_p`` the fused probability); those below ``min_prob`` dropped."""
+    if not events:
+        return []
+    crops = [crop(audio, float(e["start"]), float(e["end"])) for e in events]
+    p = namer.probs(evidence.features(crops), heads_matrix(events, namer.tags))
+    out = []
+    for e, row in zip(events, p):
+        k = int(row.argmax())
+        if row[k] < namer.min_prob:
+            continue
+        r = {key: v for key, v in e.items() if key != "probs"}
+        r.update(tag=namer.tags[k], detected_as=e["tag"], name_p=round(float(row[k]), 4))
+        out.append(r)
+    return out
+
+
+def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float) -> tuple:
+    """Multinomial logistic regression on standardised ``X``: ``(W, b, mu, sigma)``
+    (:func:`pyutils.nvv_detect.yamnet_detector.fit`, L-BFGS)."""
+    from pyutils.nvv_detect.yamnet_detector import fit as fit_lr
+
+    mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-6
+    W, b = fit_lr((X - mu) / sigma, y, n_classes, l2)
+    return W, b, mu, sigma
+
+
+def labelled_clips(data_dirs: Sequence[Path], tags: Sequence[str]):
+    """``(utt, crop, tag)`` of Kaldi data dirs whose ``text`` is one tag (``[cough]``); the crop is
+    the clip's event span from the corpus events file when there is one, else the whole clip."""
+    from pyutils.datadir.io import read_kv
+    from pyutils.nvv_detect.utt_sources import read_corpus_events, readable_audio
+    from pyutils.tags import TAG_RE
+
+    for d in data_dirs:
+        text = read_kv(d / "text")
+        # the event spans: EVENTS/<split>.jsonl beside or above the data dir (chorus-prep
+        # deeply_nvv: OUT/events/<split>.jsonl; chorus-synth nvv: CORPUS/events/<split>.jsonl)
+        cands = [d.parent / "events" / f"{d.name}.jsonl", d.parent.parent / "events" / f"{d.name}.jsonl"]
+        found_ev = next((c for c in cands if c.is_file()), None)
+        spans = read_corpus_events(found_ev) if found_ev else {}
+        log = lambda m: print(f"naming: {d}: {m}", file=sys.stderr)  # noqa: E731
+        for utt, x in readable_audio(read_kv(d / "wav.scp"), log):
+            found = TAG_RE.findall(text.get(utt, ""))
+            if len(found) != 1 or found[0] not in tags:
+                log(f"{utt}: text is not one challenge tag: skipped")
+                continue
+            ev = spans.get(utt)
+            s, e = (float(ev[0]["start"]), float(ev[0]["end"])) if ev else (0.0, len(x) / 16000)
+            yield utt, crop(x, s, e), found[0]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    n = sub.add_parser("name", help="rename (or drop) the events of a wav.scp")
+    n.add_argument("--wav-scp", type=Path, required=True)
+    n.add_argument("--events", type=Path, required=True)
+    n.add_argument("--out", required=True)
+    n.add_argument("--model", type=Path, help="a fitted namer (default: the zero-shot fusion)")
+    n.add_argument("--min-prob", type=float, help=f"abstain below this fused probability (zero-shot: {MIN_PROB})")
+    n.add_argument("--a-w", type=float, default=A_W, help="zero-shot: weight of Whisper's label scores")
+    n.add_argument("--a-h", type=float, help=f"weight of the detector heads' posteriors (default {A_H})")
+    n.add_argument("--no-whisper", action="store_true", help="YAMNet (and the heads) only")
+    n.add_argument("--threads", type=int, default=1)
+    f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag)")
+    f.add_argument("--data", type=Path, action="append", required=True)
+    f.add_argument("--out", type=Path, required=True)
+    f.add_argument("--l2", type=float, default=1.0)
+    f.add_argument("--embed", action="store_true", help="also the mean YAMNet embedding of the clip")
+    f.add_argument("--min-prob", type=float, default=MIN_PROB)
+    f.add_argument("--a-h", type=float, default=A_H)
+    f.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args(argv)
+
+    from pyutils.audio_tagger import TaggerError
+    from pyutils.datadir.io import DataDirError, read_kv
+    from pyutils.nvv_detect.events import read_events, write_events
+    from pyutils.tags import challenge_tags
+    from pyutils.whisper.weights import WhisperWeightsError
+
+    tags = challenge_tags()
+    try:
+        if a.cmd == "fit":
+            ev = Evidence(tags, embed=a.embed, threads=a.threads)
+            rows = list(labelled_clips(a.data, tags))
+            if not rows:
+                raise DetectorError(f"{', '.join(map(str, a.data))}: no clip whose text is one challenge tag")
+            feats = ev.features([r[1] for r in rows])
+            namer = Namer(tags, a_h=a.a_h, min_prob=a.min_prob)
+            X = namer.design(feats)
+            y = np.array([tags.index(r[2]) for r in rows])
+            namer.W, namer.b, namer.mu, namer.sigma = fit(X, y, len(tags), a.l2)
+            acc = float((namer.probs(feats).argmax(axis=1) == y).mean())
+            namer.save(a.out)
+            print(f"naming: fitted on {len(rows)} clips ({len(set(y.tolist()))} tags), train accuracy {acc:.3f} -> {a.out}")
+            return 0
+        namer = Namer.load(a.model) if a.model else Namer(tags, a_w=a.a_w)
+        if a.min_prob is not None:
+            namer.min_prob = a.min_prob
+        if a.a_h is not None:
+            namer.a_h = a.a_h
+        evidence = Evidence(namer.tags, whisper=not a.no_whisper, embed=namer.embed, threads=a.threads)
+        events = read_events(str(a.events))
+        from pyutils.nvv_detect.utt_sources import readable_audio
+
+        log = lambda m: print(f"naming: {m}", file=sys.stderr)  # noqa: E731
+        wanted = {u: e for u, e in read_kv(a.wav_scp).items() if u in events}
+        out, n_in = [], sum(len(v) for v in events.values())
+        for utt, x in readable_audio(wanted, log):
+            out.extend(name_events(namer, evidence, x, events[utt]))
+        write_events(out, a.out)
+        renamed = sum(r["tag"] != r["detected_as"] for r in out)
+        print(f"naming: {n_in} events -> {len(out)} named ({renamed} renamed, {n_in - len(out)} dropped) -> {a.out}")
+    except (DetectorError, TaggerError, DataDirError, WhisperWeightsError, OSError, ValueError) as e:
+        print(f"naming: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
