@@ -504,7 +504,9 @@ for _name, _content, _file, _line, _text in [
         ("jsonl-markup-in-text", b'{"audio": "a.wav", "text": "what [gasp]<B> What? </B>"}\n', "m.jsonl", 1,
          "markup"),
         ("txt-three-columns", b"a.wav\thi\nb.wav\tyo\textra\n", "m.txt", 2, "got 3"),
-        ("tsv-headerless-one-column", b"a.wav\thi\nb.wav\n", "m.tsv", 2, "got 1")]:
+        ("tsv-headerless-one-column", b"a.wav\thi\nb.wav\n", "m.tsv", 2, "got 1"),
+        ("tsv-unknown-column", b"audio\ttext\tlangauge\na.wav\thi\ten\n", "m.tsv", 2, "'langauge'"),
+        ("jsonl-unknown-key", b'{"audio": "a.wav", "text": "hi", "spekaer": "s1"}\n', "m.jsonl", 1, "'spekaer'")]:
     CASES.append(Case(f"prep-generic-{_name}",
                       (lambda c, f, l, t: lambda d: _generic(d, c, f, l, t))(_content, _file, _line, _text)))
 
@@ -1040,6 +1042,12 @@ def _dest_cases():
 _dest_cases()
 
 
+for _tool in ("validate_data_dir.sh", "get_utt2dur.sh"):
+    CASES.append(Case(f"utils-{_tool[:-3]}-nj-zero",
+                      (lambda t: lambda d: Expect(util(t, "--nj", "0", datadir_files(d / "data")), text="--nj",
+                                                  code=2))(_tool)))
+
+
 @case("utils-subset_data_dir-zero")
 def _(d):
     dd = datadir_files(d / "data")
@@ -1180,19 +1188,18 @@ RECIPE_OPTS = {  # options of one recipe: (name, args, text the message holds)
                    ("mini-dir-missing", ["--mini_dir", "/nonexistent/mini"], "/nonexistent/mini"),
                    ("asr-method-bogus", ["--asr_method", "kaldi"], "--asr_method")],
     "nvv_tts": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
-                ("gv-strength-bogus", ["--gv_strength", "x1.2"], "--gv_strength"),
-                ("gv-strength-too-big", ["--gv_strength", "3"], "--gv_strength"),
                 ("world-voicing-bogus", ["--world_voicing", "1.5"], "--world_voicing"),
-                ("train-precision-bogus", ["--train_precision", "fp8"], "--train_precision"),
-                ("align-min-steps-bogus", ["--align_min_steps", "yes"], "--align_min_steps"),
+                ("corpus-not-in-db", ["--corpus", "nvbench"], "NVBENCH"),
                 ("yamnet-bogus", ["--yamnet", "maybe"], "--yamnet"),
                 ("vocoder-bogus", ["--vocoder", "wavenet"], "--vocoder"),
                 ("infer-jsonl-missing", ["--stage", "6", "--stop-stage", "6", "--infer_jsonl", "/nonexistent.jsonl"],
                  "/nonexistent")],
     "vivc": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
+             ("corpus-not-in-db", ["--corpus", "vlsp2025_vc"], "VLSP2025_VC"),
              ("pairs-missing", ["--pairs", "/nonexistent/pairs.tsv"], "/nonexistent/pairs.tsv")],
-    "sqa": [("qualispeech-missing", ["--qualispeech", "/nonexistent/qs"], "/nonexistent/qs"),
-            ("region-tune-bogus", ["--region_tune", "both"], "--region_tune")],
+    "sqa": [("corpus-bogus", ["--corpus", "bogus"], "--corpus"),
+            ("corpus-not-in-db", ["--corpus", "qualispeech"], "QUALISPEECH"),
+            ("region-tune-joint", ["--region_tune", "joint"], "--region_tune")],
 }
 for _recipe, _opts in RECIPE_OPTS.items():
     for _name, _args, _text in _opts:

@@ -35,6 +35,10 @@ from pyutils.safe_paths import name_problem
 from .prep import Options, Utt, bad_row, fresh_mapper_stats, norm_lang, write_split
 
 
+COLUMNS = frozenset({"audio", "wav", "path", "audio_path", "text", "transcript", "txt", "utt_id", "id", "key",
+                     "language", "lang", "speaker", "spk", "speaker_id", "split"})   # the names above
+
+
 def guess_language(text: str) -> str:
     """zh when the text holds CJK ideographs, else en (only without --lang)."""
     return "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
@@ -52,6 +56,10 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
     mapper = TagMapper("challenge", opts.unmapped, opts.unknown, table, label_map)
     by_split: Dict[str, List[Utt]] = {}
     for row in read_manifest(manifest):
+        unknown = sorted(k for k in row.data if str(k) not in COLUMNS)
+        if unknown:   # a misspelt or foreign column is never ignored (its values would be lost)
+            raise row.error(f"unknown column(s) {', '.join(repr(k) for k in unknown)}; a generic manifest has "
+                            f"{', '.join(sorted(COLUMNS))} (pyutils/corpora/generic.py)")
         split = str(row.get("split") or split_name)
         if name_problem(split):  # the split names a folder under --out
             raise row.error(f"split {split!r} {name_problem(split)}: it must be a plain folder name")

@@ -21,7 +21,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pyutils.cli_types import positive_int
+
 from .io import AudioReadError, DataDirError
+
 
 
 def _cmd_validate(a) -> int:
@@ -146,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("dir")
     v.add_argument("--no-audio-check", dest="audio_check", action="store_false",
                    help="do not open the audio of wav.scp")
-    v.add_argument("--nj", type=int, default=None, help="parallel audio checks")
+    v.add_argument("--nj", type=positive_int, default=None, help="parallel audio checks (>= 1)")
     v.add_argument("--max-errors", type=int, default=30, help="errors printed at most")
     v.add_argument("--no-wav", action="store_true", help="wav.scp not required (Kaldi flag)")
     for flag in ("--no-feats", "--no-text", "--no-spk-sort"):
@@ -191,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("utt2dur", help="compute utt2dur/reco2dur (parallel)")
     d.add_argument("dir")
-    d.add_argument("--nj", type=int, default=None)
+    d.add_argument("--nj", type=positive_int, default=None, help="parallel jobs (>= 1)")
     d.set_defaults(func=_cmd_utt2dur)
     return p
 
