@@ -14,7 +14,7 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = re.compile(r"(\$\{python\}|\bpython3?)\s+-[mc]\b|\bchorus-(score|synth|prep)\b")
 # what may stand before a command: start, ; & | { ( then do if else !, VAR=value, `timed KIND NAME`
-COMMAND_START = re.compile(r"(^|[;&|{(]\s*|\b(then|do|if|else|!)\s+)((\w+=\S*)\s+)*(timed\s+\S+\s+\S+\s+)?$")
+COMMAND_START = re.compile(r"(^|[;&|{(]\s*|\b(then|do|if|else|!)\s+)((\w+=\S*)\s+)*$")
 
 
 def logical_lines(text):
@@ -46,6 +46,8 @@ def steps_without_log(path):
             before = cmd[:m.start()]
             if re.search(r"(^|\s)#", before):
                 break                               # a comment
+            if re.sub(r"\\.|'[^']*'", "", before).count('"') % 2:
+                continue                            # words of a message ("... (chorus-prep ...)")
             if not COMMAND_START.search(before) or before.rstrip().endswith("$("):
                 continue                            # an argument of a backend, or a value query
             if "espnet2.bin.launch" in cmd and '--log "' in cmd:
