@@ -43,7 +43,7 @@ from pyutils.tags import challenge_tags  # noqa: E402
 def detect_all(det, feats: Features, utts, frame_feats=None):
     """Events of the model (a YAMNet :class:`Detector`, or a Whisper-frame detector with its
     ``frame_feats``) and of the naive mapping, per utterance."""
-    from pyutils.asr.longform import to_mono_16k
+    from pyutils.audio import to_mono_16k
 
     model_ev, naive_ev, ref = {}, {}, {}
     tags = challenge_tags()

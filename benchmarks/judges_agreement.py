@@ -37,7 +37,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyutils.vc.evaluate import cosine, load_audio  # noqa: E402
+from pyutils.audio import load_audio  # noqa: E402
+from pyutils.vc.evaluate import cosine  # noqa: E402
 
 SR = 16000
 PS = Path("/usr/share/pocketsphinx/test/data")
@@ -54,7 +55,7 @@ def collect(vieneu: str | None) -> List[dict]:
 
     clips = []
     for name, path, spk in available(ROOT / "tools" / "models" / "real_speech"):
-        x = load_audio(path)
+        x = load_audio(path, SR)[0]
         if name == "silero_test":
             for i, start in enumerate((0, 12, 24, 36, 48)):
                 clips.append(dict(id=f"silero_{i}", spk="silero_lecture", kind="real", group="lecture (silero)",
@@ -63,13 +64,13 @@ def collect(vieneu: str | None) -> List[dict]:
             clips.append(dict(id=name, spk=None, kind="real", group="CMU ARCTIC", wav=x))
     for wav in sorted(glob.glob(str(PS / "librivox" / "*.wav"))):
         clips.append(dict(id="librivox_" + Path(wav).stem[-4:], spk="librivox_reader", kind="real",
-                          group="LibriVox (pocketsphinx)", wav=load_audio(wav)))
+                          group="LibriVox (pocketsphinx)", wav=load_audio(wav, SR)[0]))
     for wav in sorted(glob.glob(str(PS / "cards" / "*.wav"))):
         clips.append(dict(id="cards_" + Path(wav).stem, spk=None, kind="real", group="cards (pocketsphinx)",
-                          wav=load_audio(wav)))
+                          wav=load_audio(wav, SR)[0]))
     if vieneu:
         for wav in sorted(glob.glob(os.path.join(vieneu, "vieneu", "assets", "samples", "*.wav"))):
-            x = load_audio(wav)
+            x = load_audio(wav, SR)[0]
             spk = Path(wav).stem.split(" (")[0]
             half = len(x) // 2
             for k, part in enumerate((x[:half], x[half:])):

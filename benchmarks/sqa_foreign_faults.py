@@ -125,10 +125,10 @@ def clean_clips(root: str) -> list:
 
 def load_clean(path: str, rng: np.random.Generator) -> np.ndarray:
     """A clip at 16 kHz mono, DC removed, peak at -3 +- 2 dBFS."""
-    from pyutils.sqa.audio import AudioError, load_audio
+    from pyutils.sqa.audio import AudioError, load_checked
 
     try:
-        x = load_audio(path).astype(np.float64)
+        x = load_checked(path).astype(np.float64)
     except AudioError as e:
         raise BenchError(f"{path}: {e}") from None
     x = x - x.mean()
@@ -577,7 +577,7 @@ def run_model(model_dir: str, dump_dir: str, data_dir: str, outdir: str) -> dict
 
 def dnsmos_ovrl(data_dir: str, sig: str) -> dict:
     """``{utt: P.835 OVRL}`` (cached in ``dnsmos_p835.json`` beside the data, keyed by its signature)."""
-    from pyutils.sqa.audio import load_audio
+    from pyutils.sqa.audio import load_checked
     from pyutils.sqa.baselines import DnsmosP835
 
     cache = os.path.join(data_dir, "dnsmos_p835.json")
@@ -587,7 +587,7 @@ def dnsmos_ovrl(data_dir: str, sig: str) -> dict:
         if blob.get("sig") == sig:
             return blob["ovrl"]
     p835 = DnsmosP835()
-    ovrl = {u: p835(load_audio(w, name=u))["ovrl_mos"] for u, w in read_scp(os.path.join(data_dir, "wav.scp"))}
+    ovrl = {u: p835(load_checked(w, name=u))["ovrl_mos"] for u, w in read_scp(os.path.join(data_dir, "wav.scp"))}
     write_text_atomic(cache, json.dumps({"sig": sig, "ovrl": ovrl}))
     return ovrl
 

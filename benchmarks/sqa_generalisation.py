@@ -112,13 +112,13 @@ def dnsmos_ovrl(recipe: str, tag: str, utts, wavs: dict, cache_path: str) -> dic
                     cache.setdefault(r["utt_id"], r["dnsmos"]["ovrl_mos"])
     todo = [u for u in utts if u not in cache]
     if todo:
-        from pyutils.sqa.audio import load_audio
+        from pyutils.sqa.audio import load_checked
         from pyutils.sqa.embed import DnsmosP835
 
         print(f"DNSMOS P.835 for {len(todo)} recordings", flush=True)
         d = DnsmosP835()
         for u in todo:
-            cache[u] = float(d(load_audio(wavs[u]))[2])
+            cache[u] = float(d(load_checked(wavs[u]))[2])
         tmp = cache_path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(cache, f)

@@ -52,7 +52,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyutils.asr.longform import SR, LongformTranscriber, Transcript, to_mono_16k  # noqa: E402
+from pyutils.asr.longform import SR, LongformTranscriber, Transcript  # noqa: E402
+from pyutils.audio import to_mono_16k  # noqa: E402
 from pyutils.asr.nvv_words import extract  # noqa: E402
 from pyutils.asr.real_speech import wer_counts  # noqa: E402
 from pyutils.corpora.pocketsphinx_testdata import ROOT as PS_ROOT, SUBSETS, read_subset  # noqa: E402

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
 
     from pyutils.io import atomic_write
     from pyutils.vc.convert import write_pcm16
-    from pyutils.vc.evaluate import load_audio
+    from pyutils.audio import load_audio
 
     clips_dir = os.path.join(args.out, "clips")
     os.makedirs(clips_dir, exist_ok=True)
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         write_pcm16(os.path.join(clips_dir, name), x[int(s * SR):int(e * SR)])
         clips.append((spk, name))
     for path in sorted(glob.glob(os.path.join(args.real, "*.wav"))):
-        x = load_audio(path)
+        x = load_audio(path, SR)[0]
         base = os.path.splitext(os.path.basename(path))[0]
         if x.size > args.max_s * SR:       # the long clip: its first 6 s after the leading silence
             active = np.flatnonzero(np.abs(x) > 0.02 * np.abs(x).max())

@@ -50,6 +50,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from pyutils.audio import resample
 from pyutils.io import atomic_dir, sha256_file
 
 SR = 16000
@@ -199,7 +200,7 @@ class YamNet:
     def frame_scores(self, x: np.ndarray, sr: int = SR,
                      hop_s: float = PATCH_HOP_FRAMES * HOP / SR) -> Tuple[np.ndarray, np.ndarray]:
         """Patch start times (s) and (N, 521) sigmoid scores; ``hop_s`` is the patch hop."""
-        x = _to_16k(x, sr)
+        x = resample(np.asarray(x, dtype=np.float32).reshape(-1), sr, SR).astype(np.float32)
         hop = max(1, int(round(hop_s * SR / HOP)))
         p, t = patches(x, hop)
         from scipy.special import expit
@@ -252,18 +253,6 @@ def judge_scores(scores: np.ndarray, tagger: YamNet, tag: str, top_k: int = TOP_
     rank_cut = np.sort(scores)[-top_k]
     best = float(scores[ids].max())
     return bool(best >= rank_cut and best >= min_score), best
-
-
-def _to_16k(x: np.ndarray, sr: int) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32).reshape(-1)
-    if sr != SR:
-        from math import gcd
-
-        from scipy.signal import resample_poly
-
-        g = gcd(int(sr), SR)
-        x = resample_poly(x, SR // g, int(sr) // g).astype(np.float32)
-    return x
 
 
 # ------------------------------------------------------------------- install

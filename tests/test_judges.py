@@ -63,9 +63,9 @@ def test_dvector_matches_the_package_enrollment_path():
 def test_distillmos_ranks_clean_above_noise():
     from pyutils.judges.mos import DistillMOS, mos100
 
-    from pyutils.vc.evaluate import load_audio
+    from pyutils.audio import load_audio
 
-    wav = load_audio(str(Path(__file__).resolve().parents[1] / "tools/models/real_speech/arctic_a0007.wav"))
+    wav, _ = load_audio(str(Path(__file__).resolve().parents[1] / "tools/models/real_speech/arctic_a0007.wav"), SR)
     m = DistillMOS()
     clean = m.score(wav)
     noisy = m.score(wav + 0.3 * np.abs(wav).max() * np.random.RandomState(3).randn(len(wav)).astype(np.float32))

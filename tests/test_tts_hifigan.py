@@ -46,7 +46,7 @@ def test_pretrained_vocoder_rebuilds_a_recording():
     if not wavs:
         pytest.skip("no real speech clips (make -C tools)")
     x, sr = sf.read(wavs[0], dtype="float64", always_2d=True)
-    from pyutils.tts.audio import resample
+    from pyutils.audio import resample
     x = resample(x.mean(axis=1), sr, 16000)[: 16000 * 2]
     from pyutils.tts.align import feature_extractor, logmel
     fe = feature_extractor({"feats_extract": "fbank", "feats_extract_conf": {

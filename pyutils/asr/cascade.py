@@ -42,9 +42,10 @@ import sys
 import time
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from pyutils.asr.longform import SR, LongformTranscriber, Transcript, to_mono_16k
+from pyutils.asr.longform import SR, LongformTranscriber, Transcript
 from pyutils.asr.nvv_words import Event, extract, merge_events
 from pyutils.asr.placement import place, tagged_transcript
+from pyutils.audio import load_audio
 
 LANGS = ("en", "zh")
 
@@ -87,25 +88,6 @@ def read_events(path: str, min_score: float = 0.0) -> Dict[str, List[Event]]:
     except ScoringError as exc:
         raise CascadeError(str(exc)) from None
     return out
-
-
-def load_audio(entry: str):
-    """16 kHz mono float32 of one wav.scp value (libsndfile; PyAV for other formats)."""
-    from pyutils.datadir.io import AudioReadError, is_pipe, read_wav_scp_entry
-
-    try:
-        x, sr = read_wav_scp_entry(entry)
-    except AudioReadError:
-        path = entry.strip()
-        if is_pipe(path) or not os.path.isfile(path):
-            raise
-        from faster_whisper.audio import decode_audio
-
-        try:
-            return decode_audio(path, sampling_rate=SR)
-        except Exception as exc:  # noqa: BLE001 - PyAV raises its own error types
-            raise AudioReadError(f"cannot decode audio file {path}: {exc}") from None
-    return to_mono_16k(x, sr)
 
 
 def decode_one(tr: LongformTranscriber, audio, lang: str, detected: List[Event],
@@ -215,7 +197,7 @@ def decode_entries(tr: LongformTranscriber, entries: Dict[str, str], lang: str, 
 
     for utt, entry in entries.items():
         try:
-            pending.append((utt, load_audio(entry)))
+            pending.append((utt, load_audio(entry, SR)[0]))
         except errors as exc:
             pending.append((utt, exc))
         if not pack or len(pending) >= PACK_BATCH:
@@ -241,7 +223,7 @@ def _entries(a) -> Dict[str, str]:
 
 
 def run(a) -> int:
-    from pyutils.scoring.io import atomic_write_text, check_not_input
+    from pyutils.scoring.io import atomic_write_chunks, check_not_input, iter_jsonl_text
 
     from pyutils.scoring.errors import ScoringError
 
@@ -284,14 +266,14 @@ def run(a) -> int:
             print(f"cascade: {n}/{len(entries)} files, {audio_s:.0f} s audio, {el:.0f} s, "
                   f"RTF {el / max(audio_s, 1e-9):.3f}", file=sys.stderr)
     os.makedirs(os.path.dirname(os.path.abspath(a.jsonl)), exist_ok=True)
-    atomic_write_text(a.jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write_chunks(a.jsonl, iter_jsonl_text(rows))
     if a.details:
-        atomic_write_text(a.details, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in details))
+        atomic_write_chunks(a.details, iter_jsonl_text(details))
     if cache is not None:
         used = [d["cache_key"] for d in details if "cache_key" in d]
         reused = sum(1 for d in details if d.get("cached"))
-        atomic_write_text(a.whisper_cache, "".join(json.dumps(cache_row(k, cache[k]), ensure_ascii=False) + "\n"
-                                                   for k in dict.fromkeys(used)))
+        atomic_write_chunks(a.whisper_cache, (json.dumps(cache_row(k, cache[k]), ensure_ascii=False) + "\n"
+                                              for k in dict.fromkeys(used)))
         print(f"cascade: {a.whisper_cache}: {reused} of {len(entries)} transcripts reused "
               f"({n_cached} cached before)", file=sys.stderr)
     if a.text:

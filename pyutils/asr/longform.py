@@ -47,6 +47,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from pyutils.audio import to_mono_16k  # noqa: F401 - still imported from here by nvv_detect.weak_labels / .whisper_label_scores
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 SR = 16000
@@ -113,18 +114,6 @@ def collapse_repeats(words: Sequence[Word], max_n: int = LOOP_MAX_N) -> tuple[Li
     return out, removed
 
 
-def to_mono_16k(x: np.ndarray, sr: int) -> np.ndarray:
-    """float32 mono 16 kHz: channels averaged, resampled with soxr (VHQ)."""
-    x = np.asarray(x, dtype=np.float32)
-    if x.ndim == 2:
-        x = x.mean(axis=1)
-    if sr != SR and x.size:
-        import soxr
-
-        x = soxr.resample(x, sr, SR).astype(np.float32)
-    return np.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
-
-
 class LongformTranscriber:
     """Frozen Whisper via faster-whisper on the CPU; one model per process."""
 
@@ -166,7 +155,7 @@ class LongformTranscriber:
         return words, speech
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
-        """``audio``: float32 mono 16 kHz (see :func:`to_mono_16k`)."""
+        """``audio``: float32 mono 16 kHz (see :func:`pyutils.audio.to_mono_16k`)."""
         t0 = time.time()
         audio = np.ascontiguousarray(audio, dtype=np.float32)
         dur = len(audio) / SR

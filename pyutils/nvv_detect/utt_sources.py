@@ -39,14 +39,14 @@ def read_scp_audio(scp: Path):
 
 def readable_audio(entries: Dict[str, str], log=None) -> Iterator[Tuple[str, np.ndarray]]:
     """``(utt, 16 kHz mono audio)`` of every ``{utt: wav.scp value}`` entry that can be read
-    (any format, rate, channels, length: :func:`pyutils.asr.cascade.load_audio`); an unreadable,
+    (any format, rate, channels, length: :func:`pyutils.audio.load_audio`); an unreadable,
     empty or non-finite one is skipped with one ``log`` line, and the others go on."""
-    from pyutils.asr.cascade import load_audio
+    from pyutils.audio import load_audio
     from pyutils.datadir.io import AudioReadError
 
     for utt, entry in entries.items():
         try:
-            x = load_audio(entry)
+            x, _ = load_audio(entry, 16000)
         except (AudioReadError, OSError, ValueError, RuntimeError) as e:
             if log:
                 log(f"{utt}: cannot read audio ({e}): no events")

@@ -84,7 +84,7 @@ def frame_labels(n: int, events: Sequence[dict], classes: Sequence[str], frame_s
 
 def compute(utts: Iterable[Tuple[str, np.ndarray, int, List[dict]]], wf: WhisperFrames, log=None) -> List[FrameUtt]:
     """Frames of ``(utt, audio, sr, events)`` items (audio resampled to 16 kHz mono)."""
-    from pyutils.asr.longform import to_mono_16k
+    from pyutils.audio import to_mono_16k
 
     out = []
     for n, (u, x, sr, ev) in enumerate(utts, 1):

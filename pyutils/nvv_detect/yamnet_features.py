@@ -92,9 +92,10 @@ class Features:
 
     def logits_emb(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
         """Patch start times (s), (N, 521) logits and (N, 1024) embeddings (None unless ``embed``)."""
-        from pyutils.audio_tagger import HOP, SR, _to_16k, patches
+        from pyutils.audio import resample
+        from pyutils.audio_tagger import HOP, SR, patches
 
-        x = _to_16k(x, sr)
+        x = resample(np.asarray(x, dtype=np.float32).reshape(-1), sr, SR).astype(np.float32)
         hop_frames = max(1, int(round(self.hop_s * SR / HOP)))
         step = CHUNK_HOPS * hop_frames * HOP          # long inputs: blocks of ~4 min (bounded memory)
         if len(x) <= step + PATCH_SAMPLES:

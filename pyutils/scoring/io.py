@@ -11,9 +11,9 @@ import json
 import os
 import tempfile
 from array import array
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple, Union
 
-from pyutils.io import atomic_write, iter_kaldi_text
+from pyutils.io import atomic_write
 from pyutils.io import iter_jsonl as _iter_jsonl
 from pyutils.scoring.errors import ScoringError
 
@@ -22,11 +22,6 @@ def iter_jsonl(path: str, *, allow_empty: bool = False) -> Iterator[Tuple[int, D
     """:func:`pyutils.io.iter_jsonl` as the official evaluator reads: a BOM is an error
     (INVALID_ENCODING) and a file without records is EMPTY_JSONL unless ``allow_empty``."""
     return _iter_jsonl(path, allow_empty=allow_empty, bom="error")
-
-
-def read_kaldi_text(path: str) -> List[Tuple[int, str, str]]:
-    """Read ``utt_id text...`` lines -> ``[(line_no, utt_id, text)]``; text may be empty."""
-    return list(iter_kaldi_text(path))
 
 
 def require_field(obj: Dict[str, Any], key: str, path: Optional[str], line: Optional[int], *,
@@ -90,8 +85,9 @@ def check_not_input(output: Optional[str], inputs, option: str) -> None:
                                "it would overwrite its own input", output)
 
 
-def atomic_write_chunks(path: str, chunks: Iterable[bytes]) -> None:
-    """Write the byte ``chunks`` (an iterable, consumed lazily) with :func:`pyutils.io.atomic_write`.
+def atomic_write_chunks(path: str, chunks: Iterable[Union[bytes, str]]) -> None:
+    """Write the ``chunks`` (bytes, or text written as UTF-8; an iterable, consumed lazily) with
+    :func:`pyutils.io.atomic_write`.
 
     Nothing appears at ``path`` unless every chunk was written; code
     OUTPUT_WRITE_ERROR when the folder or file cannot be written. An error
@@ -100,15 +96,10 @@ def atomic_write_chunks(path: str, chunks: Iterable[bytes]) -> None:
     try:
         with atomic_write(path, "wb") as handle:
             for chunk in chunks:
-                handle.write(chunk)
+                handle.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
     except OSError as exc:
         raise ScoringError("OUTPUT_WRITE_ERROR", f"cannot write ({exc.strerror or type(exc).__name__})",
                            path) from None
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    """:func:`atomic_write_chunks` of one UTF-8 text (code OUTPUT_WRITE_ERROR)."""
-    atomic_write_chunks(path, (text.encode("utf-8"),))
 
 
 class OrderedSpool:
@@ -175,7 +166,7 @@ class OrderedSpool:
 
 
 def atomic_write_json(path: str, payload: Any) -> None:
-    atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    atomic_write_chunks(path, [json.dumps(payload, ensure_ascii=False, indent=2) + "\n"])
 
 
 def iter_jsonl_text(rows) -> Iterator[str]:

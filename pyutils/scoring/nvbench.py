@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from rapidfuzz.distance import Levenshtein
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.io import check_id_sets, iter_jsonl, read_kaldi_text, require_field
+from pyutils.io import iter_kaldi_text
+from pyutils.scoring.io import check_id_sets, iter_jsonl, require_field
 from pyutils.scoring.textnorm import LANGUAGES, TAG_RE, normalize_tag_label, parse_tagged
 from pyutils.tags import challenge_tags, map_label, nvbench_tags
 
@@ -67,7 +68,7 @@ def _rows(path: str, fmt: str, role: str, lang: Optional[str]) -> Dict[str, Tupl
     if fmt == "kaldi":
         if lang is None:
             raise ScoringError("MISSING_LANGUAGE", "--lang is required with --format kaldi", path)
-        for line, utt, text in read_kaldi_text(path):
+        for line, utt, text in list(iter_kaldi_text(path)):
             if utt in out:
                 raise ScoringError("DUPLICATE_UTT_ID", f"duplicate utt_id {utt!r}", path, line)
             out[utt] = (lang, text, line)

@@ -30,7 +30,8 @@ from typing import Dict, List, Optional
 
 from pyutils.scoring.errors import ScoringError
 from pyutils.io import iter_lines
-from pyutils.scoring.io import atomic_write_text, check_not_input, read_kaldi_text
+from pyutils.io import iter_kaldi_text
+from pyutils.scoring.io import atomic_write_chunks, check_not_input
 from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
 from pyutils.file_mode import follow_umask
@@ -96,7 +97,7 @@ def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
               "missing_filled_empty": 0, "unknown_dropped": 0, "duplicates_dropped": 0}
     hyps: Dict[str, str] = {}
     where: Dict[str, str] = {}  # the first place each repair was made, for the warning
-    for line, utt, text in read_kaldi_text(text_path):
+    for line, utt, text in list(iter_kaldi_text(text_path)):
         if utt in hyps:
             counts["duplicates_dropped"] += 1  # keep the first, as a Kaldi sort -u would not guarantee
             where.setdefault("duplicates_dropped", f"{text_path}:{line}: {utt!r}")
@@ -121,8 +122,8 @@ def package_track1(text_path: str, out_path: str, ref_ids: Optional[str] = None,
             parse_tagged(t, "en")
         except ScoringError as exc:  # pragma: no cover - repair_text guarantees validity
             raise exc.located(out_path, k)
-    atomic_write_text(out_path, "".join(json.dumps({"utt_id": u, "text_with_nvvs": t}, ensure_ascii=False) + "\n"
-                                        for u, t in rows))
+    atomic_write_chunks(out_path, (json.dumps({"utt_id": u, "text_with_nvvs": t}, ensure_ascii=False) + "\n"
+                                   for u, t in rows))
     lines = [f"wrote {out_path}: {len(rows)} utterances"
              + (f" (ids from {ref_ids})" if ref_ids else " (ids from the decode text; no --ref-ids given)")]
     for key, n in counts.items():

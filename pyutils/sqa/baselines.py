@@ -33,7 +33,7 @@ from typing import Dict, List
 import numpy as np
 from scipy.ndimage import minimum_filter1d
 
-from pyutils.sqa.audio import AudioError, load_audio
+from pyutils.sqa.audio import AudioError, load_checked
 from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SAMPLE_RATE, num_grid_frames
 from pyutils.io import read_jsonl, read_scp, write_jsonl
 from pyutils.sqa.postproc import smooth_and_threshold
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
         meas, rows, skipped, t0 = Measurer(not args.no_dnsmos), [], 0, time.time()
         for utt, entry in read_scp(args.wav_scp):
             try:
-                x = load_audio(entry, name=utt)
+                x = load_checked(entry, name=utt)
             except AudioError as exc:
                 print(f"WARNING: skipping {exc}", flush=True)
                 skipped += 1

@@ -27,7 +27,7 @@ import sys
 import torch
 
 from pyutils.cli_types import positive_int
-from pyutils.sqa.audio import AudioError, load_audio
+from pyutils.sqa.audio import AudioError
 from pyutils.sqa.common import FAULTS, SAMPLE_RATE
 
 AUDIO_EXTS = (".wav", ".flac", ".ogg", ".mp3", ".opus", ".aiff", ".aif")

@@ -262,7 +262,7 @@ def dump(wav_scp: str, outdir: str, job: str, cfg: dict, embedder: Optional[UttE
 
     import kaldiio
 
-    from pyutils.sqa.audio import AudioError, load_audio
+    from pyutils.sqa.audio import AudioError, load_checked
 
     cfg = {**DEFAULT_CFG, **cfg}
     os.makedirs(outdir, exist_ok=True)
@@ -281,7 +281,7 @@ def dump(wav_scp: str, outdir: str, job: str, cfg: dict, embedder: Optional[UttE
                    for n, (a, s) in paths.items()}
         for k, (utt, entry) in enumerate(entries, 1):
             try:
-                x = load_audio(entry, name=utt)
+                x = load_checked(entry, name=utt)
             except AudioError as exc:
                 print(f"WARNING: skipping {exc}", file=sys.stderr)
                 bad += 1

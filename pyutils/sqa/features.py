@@ -26,7 +26,7 @@ import numpy as np
 import scipy.fft
 import soundfile as sf
 
-from pyutils.sqa.audio import AudioError, load_audio
+from pyutils.sqa.audio import AudioError, load_checked
 from pyutils.sqa.common import SAMPLE_RATE
 from pyutils.io import read_scp
 
@@ -132,7 +132,7 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = Fa
     with kaldiio.WriteHelper(f"ark,scp:{ark},{scp}") as writer:
         for k, (utt, entry) in enumerate(entries, 1):
             try:
-                x = load_audio(entry, name=f"{utt} ({entry})")
+                x = load_checked(entry, name=f"{utt} ({entry})")
             except AudioError as exc:
                 print(f"WARNING: skipping {exc}", file=sys.stderr)
                 bad_lines.append(f"{utt} {str(exc).splitlines()[0]}")

@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     p.add_argument("--num", type=int, default=4)
     p.add_argument("--outdir", required=True)
     a = p.parse_args(argv)
-    from pyutils.sqa.audio import AudioError, load_audio
+    from pyutils.sqa.audio import AudioError, load_checked
     from pyutils.sqa.postproc import load_outputs
 
     os.makedirs(a.outdir, exist_ok=True)
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                      [hyps[u]["score"] for u in ids])
     for utt in pick_examples([refs[u] for u in ids if u in wavs], a.num):
         try:
-            x = load_audio(wavs[utt], name=utt)
+            x = load_checked(wavs[utt], name=utt)
         except AudioError as exc:
             print(f"WARNING: no plot: {exc}", flush=True)
             continue

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import os
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from scipy import signal
 
 from pyutils.synth import SAMPLE_RATE
-
-
-def resample(x: np.ndarray, sr_in: float, sr_out: int = SAMPLE_RATE) -> np.ndarray:
-    """Polyphase resampling from ``sr_in`` (may be fractional) to ``sr_out``."""
-    ratio = Fraction(sr_out / sr_in).limit_denominator(2000)
-    if ratio == 1:
-        return x.astype(np.float32)
-    y = signal.resample_poly(x.astype(np.float64), ratio.numerator, ratio.denominator)
-    return y.astype(np.float32)
 
 
 def rms(x: np.ndarray) -> float:

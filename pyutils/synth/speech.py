@@ -39,7 +39,8 @@ import numpy as np
 import soundfile as sf
 
 from pyutils.synth import SAMPLE_RATE
-from pyutils.synth.audio import resample, trim_silence
+from pyutils.audio import resample
+from pyutils.synth.audio import trim_silence
 
 Voice = Dict[str, Union[str, int, float]]
 
@@ -182,7 +183,7 @@ def _speed(voice: Voice, seed: int) -> float:
 
 
 def _post(x: np.ndarray, sr: int, voice: Voice, trim: bool) -> np.ndarray:
-    y = resample(x, sr * float(voice["warp"]), SAMPLE_RATE)
+    y = resample(x.astype(np.float64), sr * float(voice["warp"]), SAMPLE_RATE).astype(np.float32)
     if trim:
         y = trim_silence(y)
     return y.astype(np.float32)

@@ -278,14 +278,15 @@ def _plan_real(lang: str, copies: int, vs: List[dict], pool: List[str], seed: in
 def _real(item: dict, rng: np.random.Generator):
     """A real recording at 16 kHz, peak-normalised like the synthetic ones; pause points by energy."""
     from pyutils.corpora.asterisk_prompts import read_g722
-    from pyutils.synth.audio import read_wav, resample
+    from pyutils.audio import resample
+    from pyutils.synth.audio import read_wav
     from pyutils.synth.faults import pause_points
 
     x, sr = (read_g722 if item["real_wav"].endswith(".g722") else read_wav)(item["real_wav"])
     if item.get("real_span"):
         a, b = item["real_span"]
         x = x[int(round(a * sr)):int(round(b * sr))]
-    x = resample(x, sr, SAMPLE_RATE).astype(np.float64)
+    x = resample(x.astype(np.float64), sr, SAMPLE_RATE).astype(np.float32).astype(np.float64)
     x = x - np.mean(x)
     x = x * (db_to_amp(-3 + rng.uniform(-2, 2)) / (np.abs(x).max() + 1e-9))
     return x.astype(np.float32), pause_points(x.astype(np.float32), SAMPLE_RATE)

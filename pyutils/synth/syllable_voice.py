@@ -26,7 +26,8 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from pyutils.synth import SAMPLE_RATE
-from pyutils.synth.audio import fade, resample, trim_silence
+from pyutils.audio import resample
+from pyutils.synth.audio import fade, trim_silence
 from pyutils.synth.voice_bank import VoiceBankError
 
 GCIN_DIR = os.environ.get("CHORUS_GCIN_DIR", "/usr/share/gcin-voice/ogg")
@@ -80,7 +81,7 @@ def _syllable(key: str, speaker: str, warp: float) -> Optional[np.ndarray]:
             except RuntimeError as e:
                 raise RuntimeError(f"{path}: cannot be read ({e}); reinstall gcin-voice") from e
             x = x.mean(axis=1) if x.ndim == 2 else x
-            y = trim_silence(resample(x, sr * warp, SAMPLE_RATE), thresh_db=-35.0)
+            y = trim_silence(resample(x.astype(np.float64), sr * warp, SAMPLE_RATE).astype(np.float32), thresh_db=-35.0)
             y = fade(y, fade_s=0.005)
             n = min(len(y) // 2, int(0.02 * SAMPLE_RATE))
             if n:

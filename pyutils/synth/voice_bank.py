@@ -49,7 +49,8 @@ import numpy as np
 from pyutils.io import sha256_file
 
 from pyutils.synth import SAMPLE_RATE
-from pyutils.synth.audio import resample, trim_silence
+from pyutils.audio import resample
+from pyutils.synth.audio import trim_silence
 
 MAKE_HINT = "run `make -C tools voices`"
 #: part of every cache key: raise it when a change here changes what a voice renders
@@ -272,7 +273,7 @@ def speak_neural(text: str, voice: dict, trim: bool = True) -> np.ndarray:
         x, sr = _piper_audio(text, voice, speed)
     else:
         raise ValueError(f"voice {voice.get('id')}: engine {engine!r} is not a neural engine")
-    y = resample(x, sr * warp, SAMPLE_RATE)
+    y = resample(x.astype(np.float64), sr * warp, SAMPLE_RATE).astype(np.float32)
     if trim:
         y = trim_silence(y)
     peak = float(np.abs(y).max()) if len(y) else 0.0

@@ -15,24 +15,15 @@ import argparse
 import json
 import os
 import sys
-from fractions import Fraction
 from typing import Dict
 
 import numpy as np
 import soundfile as sf
-from scipy import signal
 
+from pyutils.audio import resample
 from pyutils.io import atomic_write_lines, read_scp
 
 SUBMISSION_SR = 16000
-
-
-def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
-    """Polyphase resampling (anti-aliased) of float audio, any channel layout (time first)."""
-    if sr_in == sr_out:
-        return x
-    ratio = Fraction(sr_out, sr_in)
-    return signal.resample_poly(x, ratio.numerator, ratio.denominator, axis=0)
 
 
 def to_submission_audio(x: np.ndarray, sr: int) -> np.ndarray:

@@ -179,12 +179,12 @@ def speaker_audio(paths: Sequence[str], cuts: Sequence[Sequence[Tuple[float, flo
     """The speaker's recordings concatenated (sorted order) with the ``cuts`` spans
     (NVVs, +- 50 ms) removed and each piece trimmed of silence, up to ``max_s`` seconds."""
     from pyutils.synth.audio import trim_silence
-    from pyutils.vc.evaluate import load_audio
+    from pyutils.audio import load_audio
 
     out: List[np.ndarray] = []
     n = 0
     for path, spans in zip(paths, cuts):
-        x = load_audio(path)
+        x = load_audio(path, SR)[0]
         keep = np.ones(x.size, dtype=bool)
         for s, e in spans:
             keep[max(0, int((s - 0.05) * SR)):int((e + 0.05) * SR)] = False

@@ -73,7 +73,7 @@ def hifigan_logmel(x16: np.ndarray) -> np.ndarray:
     """HiFi-GAN's mel (frames, 80) of a 16 kHz waveform (resampled to 22.05 kHz first)."""
     import librosa
 
-    from pyutils.tts.audio import resample
+    from pyutils.audio import resample
 
     y = resample(np.asarray(x16, dtype=np.float64), 16000, SR22)
     pad = (N_FFT22 - HOP22) // 2
@@ -143,7 +143,7 @@ class HifiGanVocoder:
         self.offset, self.hop16 = np.asarray(offset, dtype=np.float64), hop16
 
     def __call__(self, feats: np.ndarray) -> np.ndarray:
-        from pyutils.tts.audio import resample
+        from pyutils.audio import resample
 
         if feats.ndim != 2 or feats.shape[1] < N_MELS:
             raise ValueError(f"features of shape {feats.shape}: need the 80-band log-mel first")

@@ -31,8 +31,9 @@ from typing import List, Optional
 
 import numpy as np
 
-from pyutils.vc.evaluate import SR, load_audio, read_pair_table
+from pyutils.audio import load_audio
 from pyutils.io import atomic_write
+from pyutils.vc.evaluate import SR, read_pair_table
 
 
 def write_pcm16(path: str, wav: np.ndarray, sr: int = SR) -> None:
@@ -119,7 +120,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     wavs, bad = {}, []
     for row in rows:
-        wav = load_audio(os.path.join(args.tts_dir, row["pair_id"] + ".wav"))
+        wav = load_audio(os.path.join(args.tts_dir, row["pair_id"] + ".wav"), SR)[0]
         why = unusable_output(wav, args.min_dur)
         if why:
             bad.append(f"{row['pair_id']}: {why}")
@@ -132,7 +133,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for row in rows:
         wav = wavs.pop(row["pair_id"])
         if args.f0_match == "true":
-            f_out, f_ref = median_f0(wav), median_f0(load_audio(row["target"]))
+            f_out, f_ref = median_f0(wav), median_f0(load_audio(row["target"], SR)[0])
             if f_out and f_ref:
                 st = float(np.clip(12.0 * np.log2(f_ref / f_out), -args.max_shift, args.max_shift))
                 wav = pitch_shift(wav, st)

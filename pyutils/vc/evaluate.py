@@ -41,6 +41,8 @@ import sys
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
+
+from pyutils.audio import load_audio
 from pyutils.io import atomic_write, read_text
 from pyutils.judges.models import JudgeUnavailable
 
@@ -99,19 +101,6 @@ def wer_percent(ref: str, hyp: str) -> float:
     return float(min(100.0 * jiwer.wer(ref_n, hyp_n), 100.0))
 
 
-def load_audio(path: str, sr: int = SR) -> np.ndarray:
-    """Mono float32 at ``sr`` (resampled with soxr when needed)."""
-    import soundfile
-
-    wav, fs = soundfile.read(path, dtype="float32", always_2d=True)
-    wav = wav.mean(axis=1)
-    if fs != sr:
-        import soxr
-
-        wav = soxr.resample(wav, fs, sr).astype(np.float32)
-    return wav
-
-
 def _install_import_shims() -> None:
     """resemblyzer imports webrtcvad, whose module imports ``pkg_resources``
     (gone from setuptools >= 81) only to read its own version, and
@@ -157,7 +146,7 @@ class SpeakerSimilarity:
 
     def embed(self, path: str) -> np.ndarray:
         if path not in self._cache:
-            self._cache[path] = self._embed_audio(load_audio(path))
+            self._cache[path] = self._embed_audio(load_audio(path, SR)[0])
         return self._cache[path]
 
     def sim(self, a: str, b: str) -> float:
@@ -187,7 +176,7 @@ class SecondJudges:
         self._mos = DistillMOS()
 
     def distillmos(self, path: str) -> float:
-        return self._mos.score(load_audio(path))
+        return self._mos.score(load_audio(path, SR)[0])
 
     def columns(self, row: Dict[str, str], out_wav: str) -> Dict[str, float]:
         d = self.distillmos(out_wav)
@@ -203,7 +192,7 @@ def dnsmos_ovrl(path: str) -> float:
     """DNSMOS P.835 OVRL (1..5) of one file, via speechmos' bundled ONNX models."""
     from speechmos import dnsmos
 
-    wav = load_audio(path)
+    wav = load_audio(path, SR)[0]
     peak = float(np.max(np.abs(wav))) if wav.size else 0.0
     if peak > 1.0:
         wav = wav / peak

@@ -24,19 +24,12 @@ import time
 
 import numpy as np
 
-from pyutils.datadir.io import AudioReadError, read_kv, read_wav_scp_entry
+from pyutils.audio import load_audio
+from pyutils.datadir.io import AudioReadError, read_kv
 from pyutils.io import atomic_write
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 SR = 16000
-
-
-def _resample(x: np.ndarray, sr: int) -> np.ndarray:
-    if sr == SR:
-        return x
-    import soxr
-
-    return soxr.resample(x, sr, SR).astype(np.float32)
 
 
 class Judge:
@@ -77,9 +70,7 @@ def transcribe_scp(judge: Judge, wav_scp: str, progress: bool = True) -> dict[st
     out, t0, audio_s = {}, time.time(), 0.0
     for n, (utt, entry) in enumerate(entries.items(), 1):
         try:
-            x, sr = read_wav_scp_entry(entry)
-            x = x.mean(axis=1) if x.ndim == 2 else x
-            x = _resample(x, sr)
+            x, _ = load_audio(entry, SR)
             audio_s += len(x) / SR
             out[utt] = judge.transcribe(x)
         except (AudioReadError, OSError, ValueError) as e:
