@@ -54,11 +54,15 @@ FORMS: Dict[str, Sequence[str]] = {
 
 def crop(audio: np.ndarray, start: float, end: float, pad_s: float = PAD_S,
          min_s: float = MIN_CROP_S) -> np.ndarray:
-    """Samples of ``[start - pad_s, end + pad_s]``, widened about its centre to ``min_s``."""
+    """Samples of ``[start - pad_s, end + pad_s]``, widened about its centre to ``min_s`` (shifted
+    inside the audio at its edges)."""
     t0, t1 = start - pad_s, end + pad_s
     if t1 - t0 < min_s:
         c = 0.5 * (t0 + t1)
         t0, t1 = c - min_s / 2, c + min_s / 2
+        dur = len(audio) / SR
+        shift = max(0.0, -t0) - max(0.0, t1 - dur)
+        t0, t1 = t0 + shift, t1 + shift
     a, b = max(0, int(round(t0 * SR))), min(len(audio), int(round(t1 * SR)))
     return np.asarray(audio[a:max(b, a + 1)], dtype=np.float32)
 

@@ -1,0 +1,140 @@
+"""The event namer: fusion, abstention, model files, labelled clips, and the Whisper label scorer."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.nvv_detect.arrays import DetectorError
+from pyutils.nvv_detect.naming import Namer, heads_matrix, labelled_clips, main, name_events
+from pyutils.nvv_detect.whisper_label_scores import FORMS, crop
+
+TAGS = ["laugh", "cough", "sigh"]
+
+
+class FixedEvidence:
+    """Evidence with given per-crop scores (no model): one row per event, in order."""
+
+    def __init__(self, log_y, w):
+        self.log_y, self.w = np.asarray(log_y, float), (None if w is None else np.asarray(w, float))
+
+    def features(self, crops):
+        n = len(crops)
+        return {"log_y": self.log_y[:n], "w": None if self.w is None else self.w[:n], "emb": None}
+
+
+def test_zero_shot_fusion_is_the_weighted_sum_of_log_scores():
+    namer = Namer(TAGS, a_w=0.5, a_h=0.25)
+    ev = {"log_y": np.log([[0.2, 0.6, 0.2]]), "w": np.array([[0.0, -3.0, -1.0]]), "emb": None}
+    heads = np.array([[0.7, 0.1, 0.2]])
+    z = namer.logits(ev, heads)
+    want = np.log([0.2, 0.6, 0.2]) + 0.5 * np.array([0.0, -3.0, -1.0]) + 0.25 * np.log([0.7, 0.1, 0.2])
+    assert np.allclose(z[0], want)
+    assert np.allclose(namer.probs(ev, heads).sum(axis=1), 1.0)
+    # without heads and Whisper: YAMNet alone decides
+    assert Namer(TAGS, a_h=0.0).logits({**ev, "w": None}).argmax() == 1
+
+
+def test_events_are_renamed_or_dropped_below_min_prob():
+    audio = np.zeros(16000 * 4, dtype=np.float32)
+    events = [{"utt_id": "u", "tag": "cough", "start": 0.5, "end": 1.0, "score": 0.9},
+              {"utt_id": "u", "tag": "cough", "start": 2.0, "end": 2.5, "score": 0.8}]
+    # event 1: YAMNet says laugh clearly; event 2: no source prefers any tag
+    ev = FixedEvidence(np.log([[0.9, 0.05, 0.05], [0.34, 0.33, 0.33]]), None)
+    out = name_events(Namer(TAGS, a_h=0.0, min_prob=0.5), ev, audio, events)
+    assert [(e["tag"], e["detected_as"], e["start"]) for e in out] == [("laugh", "cough", 0.5)]
+    assert 0.5 <= out[0]["name_p"] <= 1.0
+    assert "probs" not in out[0]
+    # no abstention: both kept
+    assert len(name_events(Namer(TAGS, a_h=0.0, min_prob=0.0), ev, audio, events)) == 2
+    assert name_events(Namer(TAGS), ev, audio, []) == []
+
+
+def test_heads_matrix_flat_rows_for_events_without_probs():
+    rows = [{"probs": {"laugh": 0.6, "cough": 0.2, "sigh": 0.2}}, {}]
+    h = heads_matrix(rows, TAGS)
+    assert np.allclose(h[0], [0.6, 0.2, 0.2]) and np.allclose(h[1], 1 / 3)
+    assert heads_matrix([{}, {}], TAGS) is None
+
+
+def test_fitted_namer_round_trip_and_bad_files(tmp_path):
+    n = Namer(TAGS, a_h=0.1, min_prob=0.3, W=np.eye(6, 3), b=np.zeros(3), mu=np.zeros(6), sigma=np.ones(6))
+    n.save(tmp_path / "namer.npz")
+    m = Namer.load(tmp_path / "namer.npz")
+    assert m.tags == TAGS and m.fitted and not m.embed and m.min_prob == pytest.approx(0.3)
+    ev = {"log_y": np.log([[0.1, 0.8, 0.1]]), "w": np.zeros((1, 3)), "emb": None}
+    assert np.allclose(m.logits(ev), n.logits(ev))
+    # a file of another kind, and a tampered file, are refused by name
+    from pyutils.nvv_detect.arrays import save_arrays
+
+    save_arrays({"kind": np.array("whisper_frames")}, tmp_path / "other.npz")
+    with pytest.raises(DetectorError, match="not an NVV namer"):
+        Namer.load(tmp_path / "other.npz")
+    data = bytearray((tmp_path / "namer.npz").read_bytes())
+    data[-10] ^= 0xFF
+    (tmp_path / "namer.npz").write_bytes(bytes(data))
+    with pytest.raises(DetectorError):
+        Namer.load(tmp_path / "namer.npz")
+
+
+def test_crop_pads_and_widens_within_the_audio():
+    x = np.arange(16000 * 3, dtype=np.float32)
+    c = crop(x, 1.0, 1.2)                       # 0.2 s + 2 x 0.25 s pad < 1 s: widened to 1 s
+    assert len(c) == 16000 and c[0] == pytest.approx(0.6 * 16000)
+    assert len(crop(x, 0.0, 0.1)) == 16000                  # shifted inside the audio at its start
+    assert len(crop(x[:8000], 0.1, 0.2)) == 8000            # a clip shorter than 1 s: all of it
+    assert set(FORMS) >= {"laugh", "cough", "sigh", "breath", "yawn"}
+
+
+def _labelled_dir(root: Path, rows):
+    """A chorus-prep-like output: root/train/{wav.scp,text}, root/events/train.jsonl."""
+    d = root / "train"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    scp, text, ev = [], [], []
+    for utt, label in rows:
+        p = root / f"{utt}.wav"
+        sf.write(p, (0.1 * rng.standard_normal(16000)).astype(np.float32), 16000)
+        scp.append(f"{utt} {p}")
+        text.append(f"{utt} {label}")
+        ev.append(json.dumps({"utt_id": utt, "events": [{"tag": label.strip("[]"), "start": 0.2, "end": 0.6}]}))
+    (d / "wav.scp").write_text("\n".join(scp) + "\n")
+    (d / "text").write_text("\n".join(text) + "\n")
+    (root / "events").mkdir()
+    (root / "events" / "train.jsonl").write_text("\n".join(ev) + "\n")
+    return d
+
+
+def test_labelled_clips_take_the_event_span_and_skip_other_texts(tmp_path, capsys):
+    d = _labelled_dir(tmp_path, [("a1", "[laugh]"), ("a2", "hello [cough] [sigh]"), ("a3", "[sigh]")])
+    rows = list(labelled_clips([d], TAGS))
+    assert [(u, t) for u, _, t in rows] == [("a1", "laugh"), ("a3", "sigh")]
+    assert len(rows[0][1]) == 16000              # 0.2-0.6 s + pads, widened to 1 s (clip is 1 s)
+    assert "a2: text is not one challenge tag" in capsys.readouterr().err
+
+
+def test_fit_cli_refuses_a_set_without_usable_clips(tmp_path, capsys):
+    d = _labelled_dir(tmp_path, [("a1", "hello there")])
+    assert main(["fit", "--data", str(d), "--out", str(tmp_path / "n.npz")]) == 1
+    assert "no clip whose text is one challenge tag" in capsys.readouterr().err
+    assert not (tmp_path / "n.npz").exists()
+
+
+def test_whisper_label_scores_are_finite_log_probabilities():
+    pytest.importorskip("whisper")
+    from pyutils.whisper.weights import WhisperWeightsError
+
+    try:
+        from pyutils.nvv_detect.whisper_label_scores import WhisperLabelScorer
+
+        sc = WhisperLabelScorer(TAGS, threads=1)
+    except WhisperWeightsError:
+        pytest.skip("Whisper base not installed (make -C tools whisper)")
+    rng = np.random.default_rng(0)
+    s = sc.scores([0.05 * rng.standard_normal(16000).astype(np.float32),
+                   0.05 * rng.standard_normal(24000).astype(np.float32)])
+    assert s.shape == (2, 3) and np.isfinite(s).all() and (s < 0).all()
+    with pytest.raises(ValueError, match="no Whisper label forms"):
+        WhisperLabelScorer(["laugh", "not a tag"])
