@@ -1,5 +1,8 @@
-# Paths to real corpora. Empty = use the offline mini corpus that stage 0
-# generates. Point these at your copies, e.g. NVBENCH=/data/NV-Bench.
+# Paths to real corpora, shared by every recipe: egs/<recipe>/db.sh is a link to this one file
+# (egs/TEMPLATE/db.sh), so a path set here serves all recipes. A corpus is read only by a run
+# that names it: ./run.sh --corpus NAME (NAME = the variable in lower case, e.g. --corpus
+# qualispeech reads QUALISPEECH); NVV_TRACK1_TEST (a test set) and DEEPLY_NVV (see below) are
+# read by egs/nvv_asr_* whenever set. Point these at your copies, e.g. NVBENCH=/data/NV-Bench.
 NVBENCH=
 EMILIA_NV=
 NONVERBALTTS=
