@@ -14,8 +14,7 @@
 # Finished steps leave verified markers <dir>/.<step>.done (stage_done/stage_mark of
 # utils/stage_prelude.sh: output files with sizes and checksums): a rerun skips them only
 # while their outputs are intact.
-# ESPnet runs only as `python -m espnet2.bin.*`; the time those commands take vs the
-# whole run (the recipe overhead) is printed at the end.
+# ESPnet runs only as `python -m espnet2.bin.*`.
 set -euo pipefail
 # The whole script is one { ... } block, parsed before it runs: editing this file while
 # a long run is going cannot change (or break) that run.

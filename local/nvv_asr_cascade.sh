@@ -8,11 +8,15 @@
 #     feature sets deeply_{train,dev}); --detector whisper: frozen Whisper
 #     encoder frames (pyutils.nvv_detect.whisper_frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
 #     patches (pyutils.nvv_detect.yamnet_features, feats/<set>.<part>.npz), whisper_yamnet: both
-#     (--nj jobs per set; verified markers)
+#     (--nj jobs per set; verified markers); --detector_labels transcript (auto: with real corpora): the
+#     train/dev sets' tagged transcripts give each tag a time window (frozen Whisper forced to the text,
+#     pyutils.nvv_detect.weak_labels -> feats/weak_corpus_{train,dev}/windows.jsonl), the features of those
+#     utterances carry the windows
 #   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads;
 #     yamnet: pyutils.nvv_detect.yamnet_detector, also per-tag sources)
 #     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
-#     with real corpora (db.sh: no event times) and no real-NVV sets: the shipped detector;
+#     --detector_labels transcript: --labels windows (the windows loss); with real corpora, --detector_labels
+#     times and no real-NVV sets: the shipped detector;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
@@ -52,12 +56,34 @@ _cached_set() {
   stage_mark "${marker}" --sig "${sig} $* ${_nj_det} emb" "${outs[@]}"
   log "  ${name}: $(grep -h ' utterances, .* -> ' "${_featdir}"/log/"${name}".*.log | awk '{u += $2; p += $4} END {print u " utterances, " p " " $5}')"
 }
+# weak_set NAME DATA_DIR ARGS...: tag windows from the tagged transcripts of a data dir (pyutils.nvv_detect.weak_labels)
+# -> ${_featdir}/weak_NAME/{windows.jsonl,wav.scp,report.json}; an utterance that gives none is skipped and counted.
+weak_set() {
+  local name=$1 data=$2; shift 2
+  local out=${_featdir}/weak_${name} sig
+  sig="$(cat "${data}/wav.scp" "${data}/text" | md5sum | cut -d' ' -f1) ${lang} $*"
+  if stage_done "${out}/.weak.done" --sig "${sig}"; then
+    log "  weak_${name}: done, skipping"; return 0
+  fi
+  rm -rf "${out}"
+  ${train_cmd} "${_featdir}/log/weak_${name}.log" \
+    python -m pyutils.nvv_detect.weak_labels --data-dir "${data}" --lang "${lang}" --out "${out}" --threads "${_nj_det}" "$@"
+  stage_mark "${out}/.weak.done" --sig "${sig}" --dir "${out}"
+  log "  $(grep -h '^nvv_detect.weak_labels: ' "${_featdir}/log/weak_${name}.log")"
+}
 # detector_sets SET SIG ARGS...: the features the chosen --detector reads
 detector_sets() {
   [ "${detector}" != whisper ] && feats_set "$@"
   [ "${detector}" != yamnet ] && frames_set "$@"
   return 0
 }
+
+# the labels: exact event times (the mini corpus) or tag windows from tagged transcripts (real corpora)
+_det_labels=${detector_labels}
+if [ "${_det_labels}" = auto ]; then
+  _det_labels=times
+  [ "${use_mini}" != true ] && [ "${detector}" != yamnet ] && _det_labels=transcript
+fi
 
 _use_real=false
 if [ "${detector_real}" != false ]; then
@@ -71,7 +97,18 @@ fi
 if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
   log "stage 4: ${detector} features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
   mkdir -p "${_featdir}/log"
-  if [ "${use_mini}" = true ]; then
+  if [ "${_det_labels}" = transcript ]; then
+    # tagged transcripts without times: each tag's window from frozen Whisper forced to the transcript
+    _wtr=${datadir}/${train_set} _wdv=${datadir}/${valid_set}
+    [ "${use_mini}" = true ] && _wtr=${mini_dir}/data/train _wdv=${mini_dir}/data/dev
+    log "  --detector_labels transcript: tag windows of ${_wtr} and ${_wdv} (pyutils.nvv_detect.weak_labels)"
+    weak_set corpus_train "${_wtr}" --max-utts "${detector_train_utts}"
+    weak_set corpus_dev "${_wdv}"
+    for s in train dev; do
+      detector_sets "corpus_${s}" "$(cat "${_featdir}/weak_corpus_${s}/"{wav.scp,windows.jsonl} | md5sum | cut -d' ' -f1)" \
+        --weak-dir "${_featdir}/weak_corpus_${s}"
+    done
+  elif [ "${use_mini}" = true ]; then
     for s in train dev; do
       [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there" >&2; exit 1; }
     done
@@ -80,7 +117,7 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
     detector_sets corpus_train "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
     detector_sets corpus_dev "${_sig_dv}" --corpus "${mini_dir}" --split dev
   else
-    log "  real corpora (${corpora}) have no NVV event times: no corpus sets for the detector"
+    log "  real corpora (${corpora}) have no NVV event times (--detector_labels times): no corpus sets for the detector"
   fi
   if [ "${_use_real}" = true ]; then
     _sig_real=$(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)
@@ -121,6 +158,7 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
       [ "${detector_embed}" = true ] && _det_args+=(--embed)
     else
       _det_mod=pyutils.nvv_detect.frame_heads _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
+      [ "${_det_labels}" = transcript ] && _det_args+=(--labels windows)
       if [ "${detector}" = whisper_yamnet ]; then
         for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz "${_featdir}"/deeply_{train,dev}.*.npz; do
           [ -f "${f}" ] && _det_args+=(--yamnet-feats "${f}")

@@ -21,6 +21,10 @@ Fit: minimise ``-sum_f w_f log P(y_f | f) / sum_f w_f`` by Adam (``EPOCHS`` pass
 decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else ``none``
 (:func:`pyutils.nvv_detect.whisper_frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
 talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
+With ``--labels windows`` (tagged transcripts: :mod:`pyutils.nvv_detect.weak_labels`) the events
+are windows that hold the sound somewhere: each frame's posterior mass on its allowed classes
+(``none`` away from every window, ``none`` or the tag inside one) plus a pooled term per window
+(:func:`pyutils.nvv_detect.weak_labels.window_loss`).
 
 Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
 event F1 (:func:`pyutils.nvv_detect.thresholds.coordinate_ascent`), frames -> runs -> onsets and
@@ -216,9 +220,15 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
              hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None,
              norm: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[list, list, np.ndarray, np.ndarray]:
     """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays;
-    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble)."""
+    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble).
+    Labels given as :class:`pyutils.nvv_detect.weak_labels.WindowTargets` (every item alike):
+    the windows loss, :func:`pyutils.nvv_detect.weak_labels.window_loss`."""
     import torch
     import torch.nn.functional as F
+
+    from pyutils.nvv_detect.weak_labels import WindowTargets, window_loss
+
+    windows = bool(train) and isinstance(train[0][1], WindowTargets)
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -250,15 +260,23 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
             z = np.zeros((len(idx), d, T), dtype=np.float32)
             y = np.full((len(idx), T), -100, dtype=np.int64)
             w = np.zeros((len(idx), T), dtype=np.float32)
+            allowed, bags = (np.zeros((len(idx), n_classes, T), dtype=bool), []) if windows else (None, None)
             for j, i in enumerate(idx):
                 x, lab, wt = train[i]
                 z[j, :, :len(x)] = ((x - mu) / sigma).T
-                y[j, :len(x)] = lab
+                if windows:
+                    allowed[j, :, :len(x)] = lab.allowed.T
+                    bags += [(j, k, f0, f1, wt) for k, f0, f1 in lab.bags]
+                else:
+                    y[j, :len(x)] = lab
                 w[j, :len(x)] = wt
             logits = forward(ws, bs, torch.from_numpy(z), DILATIONS, DROPOUT, True)
-            ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
             wt = torch.from_numpy(w)
-            loss = (ce * wt).sum() / wt.sum()
+            if windows:
+                loss = window_loss(logits, torch.from_numpy(allowed), wt, bags)
+            else:
+                ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
+                loss = (ce * wt).sum() / wt.sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -273,12 +291,14 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
                epochs: Optional[int] = None, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
-               heads: int = HEADS) -> Tuple[FrameDetector, dict]:
+               heads: int = HEADS, labels: str = "times") -> Tuple[FrameDetector, dict]:
     """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.whisper_frames.load`),
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
     utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
     ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
-    :func:`epochs_per_head`."""
+    :func:`epochs_per_head`; ``labels``: ``times`` (the events are exact: frame cross-entropy) or
+    ``windows`` (the events are windows that hold the sound somewhere, e.g. from tagged transcripts
+    (:mod:`pyutils.nvv_detect.weak_labels`; sets of kind ``weak``): the windows loss)."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
@@ -302,17 +322,30 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
 
         fids = np.asarray(default_feature_ids(YamNet.load()), dtype=np.int64)
     classes = ["none"] + list(challenge_tags())
-    tr = []
+    if labels not in ("times", "windows"):
+        raise DetectorError(f"labels must be times or windows, got {labels!r}")
+    if labels == "times" and any(kind == "weak" for kind, _, _ in train_sets):
+        raise DetectorError("a train set of tag windows (kind weak, pyutils.nvv_detect.weak_labels) has no exact "
+                            "event times: fit it with --labels windows")
+    tr, n_windows = [], 0
     for kind, _, rows in train_sets:
         for u, x, ev in join_inputs(rows, yamnet, fids):
-            tr.append((x, frame_labels(len(x), ev, classes), real_weight if kind == "real" else 1.0))
+            if labels == "windows":
+                from pyutils.nvv_detect.weak_labels import window_targets
+
+                lab = window_targets(len(x), ev, classes, FRAME_S)
+                n_windows += len(lab.bags)
+            else:
+                lab = frame_labels(len(x), ev, classes)
+            tr.append((x, lab, real_weight if kind == "real" else 1.0))
     dev, real_ids = [], []
     for kind, _, rows in dev_sets:
         part = join_inputs(rows, yamnet, fids)
         dev += part
         real_ids += [u for u, _, _ in part] if kind == "real" else []
     epochs = epochs or epochs_per_head(heads, len(tr))
-    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames), dev: {len(dev)} ({len(real_ids)} real); "
+    log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames"
+        f"{f', {n_windows} tag windows' if labels == 'windows' else ''}), dev: {len(dev)} ({len(real_ids)} real); "
         f"{heads} head(s) x {epochs} epochs")
     fitted, norm = {}, None
     for j in range(heads):
@@ -335,6 +368,8 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     report = {"detector": KIND, "layers": list(det.layers), "yamnet": det.yamnet, "train_utts": len(tr),
               "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
               "real_weight": real_weight, "epochs": epochs, "heads": heads, "seed": seed, "tune_on": tune_on,
+              "labels": labels, "train_kinds": sorted({k for k, _, _ in train_sets}),
+              **({"train_windows": n_windows} if labels == "windows" else {}),
               "seconds": round(time.time() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)}, "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
@@ -379,6 +414,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
     ap.add_argument("--heads", type=int, default=HEADS, help="an ensemble of this many heads, posteriors averaged")
+    ap.add_argument("--labels", choices=("times", "windows"), default="times",
+                    help="the train sets' events: exact times (frame cross-entropy) or windows that hold the sound "
+                         "(tag windows of pyutils.nvv_detect.weak_labels: the windows loss)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
@@ -387,7 +425,7 @@ def main(argv=None) -> int:
     try:
         det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
                                  yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
-                                 a.epochs, a.tune_on, a.threads, seed=a.seed, heads=a.heads)
+                                 a.epochs, a.tune_on, a.threads, seed=a.seed, heads=a.heads, labels=a.labels)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write

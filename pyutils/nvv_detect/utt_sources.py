@@ -100,6 +100,8 @@ def add_utt_source_args(ap: argparse.ArgumentParser, src) -> None:
     src.add_argument("--devset-split", choices=("train", "dev", "test"),
                      help="real speech with real/generated NVVs spliced in (pyutils.nvv_detect.devset)")
     src.add_argument("--data-dir", type=Path, help="a dir written by pyutils.nvv_detect.devset (wav.scp, events.jsonl)")
+    src.add_argument("--weak-dir", type=Path, help="a dir written by pyutils.nvv_detect.weak_labels (wav.scp, "
+                                                   "windows.jsonl: tag windows from tagged transcripts)")
     ap.add_argument("--split", default="train", help="corpus split (train, dev, test)")
     ap.add_argument("--variants", type=int, default=12, help="--devset-split: utterances per speech segment")
     ap.add_argument("--max-utts", type=int, default=0, help="only the first N utterances (0: all)")
@@ -109,11 +111,16 @@ def add_utt_source_args(ap: argparse.ArgumentParser, src) -> None:
 
 def utts_from_args(a: argparse.Namespace) -> Tuple[Iterator[Tuple[str, np.ndarray, int, List[dict]]], str]:
     """``(utterances, kind)`` of the options of :func:`add_utt_source_args`: this job's share
-    (round robin over ``--parts``) of the first ``--max-utts``; kind ``corpus`` or ``real``."""
+    (round robin over ``--parts``) of the first ``--max-utts``; kind ``corpus``, ``real`` or ``weak``
+    (the events are tag windows)."""
     if a.corpus:
         utts, kind = iter_corpus_utts(a.corpus, a.split), "corpus"
     elif a.devset_split:
         utts, kind = real_train_utts(a.variants, a.devset_split), "real"
+    elif getattr(a, "weak_dir", None):
+        from pyutils.nvv_detect.weak_labels import weak_dir_utts
+
+        utts, kind = weak_dir_utts(a.weak_dir), "weak"
     else:
         utts, kind = devset_dir_utts(a.data_dir), "real"
     return ((u for i, u in enumerate(utts) if (not a.max_utts or i < a.max_utts) and i % a.parts == a.part - 1),

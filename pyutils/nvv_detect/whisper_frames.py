@@ -36,7 +36,7 @@ from pyutils.nvv_detect.utt_sources import add_utt_source_args, utts_from_args
 FRAME_S = 0.04
 POOL = 2                      # 20 ms encoder frames per detector frame
 DEFAULT_LAYERS = (5,)
-KINDS = ("corpus", "real")
+KINDS = ("corpus", "real", "weak")    # weak: the events are tag windows (pyutils.nvv_detect.weak_labels)
 
 
 class FrameUtt(NamedTuple):

@@ -60,7 +60,7 @@ EMBED_OUTPUT, EMBED_DIM = "/model/Reshape_output_0_qdq", 1024
 #: three scene classes (measured on the real dev set: all 521 generalise worse to real talkers)
 SCENE_CLASSES = ("Silence", "Music", "Inside, small room")
 N_HUMAN = 72
-KINDS = ("corpus", "real")
+KINDS = ("corpus", "real", "weak")    # weak: the events are tag windows (pyutils.nvv_detect.weak_labels)
 
 
 class Features:
