@@ -1,0 +1,237 @@
+"""Weak labels: tag windows from tagged transcripts (pyutils.nvv_detect.weak_labels), the windows
+loss of the frame head, and stage 4-5 of the cascade recipe on a real-corpus layout."""
+
+import csv
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelError, derive, exact_targets,
+                                            parse_tagged, tag_windows, utterance_windows, window_loss,
+                                            window_targets)
+
+ROOT = Path(__file__).resolve().parent.parent
+WHISPER = ROOT / "tools" / "models" / "whisper-base"
+SR = 16000
+
+
+# ---------------------------------------------------------------- transcripts and the gap rule
+def test_parse_tagged_splits_at_the_tags():
+    tg = parse_tagged("That was  really surprising. [laugh] Sorry [throat clearing][cough]")
+    assert tg.tags == ["laugh", "throat clearing", "cough"]
+    assert tg.pieces == ["That was really surprising.", "Sorry", "", ""]
+    assert parse_tagged("[Laugh] hi").tags == ["laugh"]          # any spelling of a challenge label
+    with pytest.raises(SkipUtt, match=r"\[clap\] is not one of the 16 challenge tags"):
+        parse_tagged("well [clap] done")
+    with pytest.raises(SkipUtt, match="stray bracket"):
+        parse_tagged("well [laugh done")
+
+
+def test_tag_window_is_the_gap_between_the_words():
+    words = [(0.2, 0.5), (0.6, 1.0), (2.0, 2.4)]
+    assert tag_windows(words, [2], 3.0) == [(1.0, 2.0, False)]            # gap of 1 s: kept as is
+
+
+def test_short_gap_is_widened_to_the_neighbouring_words():
+    words = [(0.2, 0.5), (0.6, 1.0), (2.0, 2.4)]
+    assert tag_windows(words, [1], 3.0) == [(0.2, 1.0, True)]             # gap 0.1 s < 0.3 s
+    assert tag_windows(words, [1], 3.0, min_gap=0.05) == [(0.5, 0.6, False)]
+
+
+def test_windows_at_the_edges_use_the_utterance_bounds():
+    words = [(0.8, 1.0), (1.1, 1.5)]
+    assert tag_windows(words, [0, 2], 3.0) == [(0.0, 0.8, False), (1.5, 3.0, False)]
+    # a word right at the start leaves no gap: widened to [0, end of that word]
+    assert tag_windows([(0.0, 0.4), (0.5, 1.0)], [0], 1.1) == [(0.0, 0.4, True)]
+    # tags standing together share their gap
+    assert tag_windows(words, [1, 1], 3.0) == [(0.8, 1.5, True)] * 2
+    with pytest.raises(ValueError, match="outside"):
+        tag_windows(words, [3], 3.0)
+
+
+def test_utterance_without_alignment_cases():
+    one_s = np.zeros(SR, np.float32) + 0.01
+    assert utterance_windows("u", None, "no tags here", None) == ([], "untagged")
+    wins, how = utterance_windows("u", one_s, "[cough] [laugh]", None)
+    assert how == "tag-only" and wins == [{"utt_id": "u", "tag": "cough", "start": 0.0, "end": 1.0},
+                                          {"utt_id": "u", "tag": "laugh", "start": 0.0, "end": 1.0}]
+    long = np.zeros(int((MAX_TAG_ONLY_S + 1) * SR), np.float32) + 0.01
+    with pytest.raises(SkipUtt, match="tags only"):
+        utterance_windows("u", long, "[cough]", None)
+    with pytest.raises(SkipUtt, match="empty transcript"):
+        utterance_windows("u", one_s, "  ", None)
+    with pytest.raises(SkipUtt, match="longer than one Whisper window"):
+        utterance_windows("u", np.zeros(31 * SR, np.float32) + 0.01, "hi [cough]", None)
+
+
+def _data_dir(d: Path, rows):
+    """rows: (utt, text, seconds or None for a missing audio file)."""
+    d.mkdir(parents=True)
+    scp, txt = [], []
+    for u, text, sec in rows:
+        wav = d / f"{u}.wav"
+        if sec is not None:
+            sf.write(wav, np.full(int(sec * SR), 0.01, np.float32), SR)
+        scp.append(f"{u} {wav}\n")
+        txt.append(f"{u} {text}\n")
+    (d / "wav.scp").write_text("".join(scp))
+    (d / "text").write_text("".join(txt))
+
+
+def test_derive_counts_every_skipped_row_and_keeps_the_others(tmp_path):
+    _data_dir(tmp_path / "data", [("a", "plain words", 1.0), ("b", "[cough]", 1.0), ("c", "[sigh]", 7.0),
+                                  ("d", "so [clap] good", 1.0), ("e", "", 1.0), ("f", "[yawn]", None)])
+    logs = []
+    rep = derive(tmp_path / "data", tmp_path / "weak", log=logs.append)
+    assert rep["utterances"] == 6 and rep["kept"] == 2 and rep["untagged"] == 1 and rep["tag-only"] == 1
+    assert sum(rep["skipped"].values()) == 4 and rep["skipped"]["cannot read audio"] == 1
+    assert sorted(sum(rep["skipped_examples"].values(), [])) == ["c", "d", "e", "f"]
+    assert len(logs) == 4 and all(": skipped: " in m for m in logs)
+    assert any(m.startswith("weak_labels: d: skipped: unknown tag: [clap] is not one of") for m in logs)
+    rows = [json.loads(x) for x in (tmp_path / "weak" / "windows.jsonl").read_text().splitlines()]
+    assert rows == [{"utt_id": "b", "tag": "cough", "start": 0.0, "end": 1.0}]
+    assert [x.split()[0] for x in (tmp_path / "weak" / "wav.scp").read_text().splitlines()] == ["a", "b"]
+    assert json.loads((tmp_path / "weak" / "report.json").read_text())["windows"] == 1
+
+
+def test_derive_without_any_window_is_an_error(tmp_path):
+    _data_dir(tmp_path / "data", [("a", "plain words", 1.0), ("b", "[sigh]", 7.0)])
+    with pytest.raises(WeakLabelError, match="no tag of 2 utterances got a time window"):
+        derive(tmp_path / "data", tmp_path / "weak", log=lambda m: None)
+    assert not (tmp_path / "weak" / "windows.jsonl").exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(WeakLabelError, match="wav.scp not found"):
+        derive(tmp_path / "empty", tmp_path / "weak2")
+
+
+# ---------------------------------------------------------------- the windows loss
+def test_window_targets_mark_allowed_classes_and_bags():
+    classes = ["none", "laugh", "cough"]
+    t = window_targets(25, [{"tag": "laugh", "start": 0.4, "end": 0.6}], classes, 0.04, margin_s=0.08)
+    c = (np.arange(25) + 0.5) * 0.04
+    assert t.allowed[:, 0].all() and not t.allowed[:, 2].any()
+    assert np.array_equal(np.nonzero(t.allowed[:, 1])[0], np.nonzero((c >= 0.32) & (c < 0.68))[0])
+    assert t.bags == [(1, 10, 15)]                       # centres 0.42 .. 0.58
+    # a window shorter than a frame still gets one frame
+    t = window_targets(25, [{"tag": "cough", "start": 0.50, "end": 0.51}], classes, 0.04, margin_s=0.0)
+    assert t.bags == [(2, 12, 13)] and t.allowed[12, 2]
+    with pytest.raises(Exception, match="not one of the detector's classes"):
+        window_targets(5, [{"tag": "clap", "start": 0.0, "end": 0.1}], classes, 0.04)
+
+
+def test_window_loss_rewards_the_tag_inside_its_window_and_equals_ce_on_exact_labels():
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    classes = ["none", "laugh", "cough"]
+    t = window_targets(20, [{"tag": "laugh", "start": 0.2, "end": 0.6}], classes, 0.04, margin_s=0.0)
+    allowed = torch.from_numpy(t.allowed.T[None].copy())
+    valid = torch.ones(1, 20)
+    bags = [(0, k, f0, f1, 1.0) for k, f0, f1 in t.bags]
+
+    def loss(fire_at):
+        lg = torch.zeros(1, 3, 20)
+        lg[0, 0] = 4.0
+        lg[0, 1, fire_at] = 8.0                          # the laugh fires on these frames only
+        return float(window_loss(lg, allowed, valid, bags))
+
+    inside, outside, nowhere = loss([8, 9]), loss([15, 16]), loss([])
+    assert inside < nowhere < outside                    # found in its window < missed < fired outside it
+    # exact frame labels: the loss is the frame cross-entropy
+    y = np.array([0] * 5 + [1] * 5 + [2] * 5 + [0] * 5)
+    lg = torch.randn(1, 3, 20, generator=torch.Generator().manual_seed(0))
+    e = exact_targets(y, 3)
+    got = window_loss(lg, torch.from_numpy(e.allowed.T[None].copy()), valid, [])
+    assert abs(float(got) - float(F.cross_entropy(lg, torch.from_numpy(y)[None]))) < 1e-5
+
+
+# ---------------------------------------------------------------- real audio: alignment and the recipe
+def _speech_with(tag, text_a, text_b, seed, voice):
+    from pyutils.synth.nvv_sounds import synthesize
+    from pyutils.synth.speech import speak
+
+    rng = np.random.default_rng(seed)
+    a, b = speak(text_a, "en", voice, seed), speak(text_b, "en", voice + 1, seed)
+    ev = synthesize(tag, rng, SR) * 0.5
+    gap = np.zeros(int(0.15 * SR), np.float32)
+    x = np.concatenate([gap, a, gap, ev, gap, b, gap]).astype(np.float32)
+    start = (2 * len(gap) + len(a)) / SR
+    return x, (start, start + len(ev) / SR)
+
+
+SENTENCES = [("That was really surprising.", "Let me tell you about it."),
+             ("I did not expect this at all.", "Please say that again."),
+             ("The weather is lovely today.", "We should go for a walk."),
+             ("She opened the old wooden door.", "Nobody was inside the room."),
+             ("He finished the report on time.", "Then he went home early.")]
+EMOJI = {"laugh": "\U0001F923", "cough": "\U0001F637"}
+
+
+def _nonverbaltts(root: Path):
+    """NonverbalTTS's exported layout (ROOT/<split>.csv, emoji in Result) with speech + a sound."""
+    truth = {}
+    for split, n in (("train", 6), ("dev", 3)):
+        rows = []
+        for i in range(n):
+            tag = ("laugh", "cough")[i % 2]
+            a, b = SENTENCES[i % len(SENTENCES)]
+            x, span = _speech_with(tag, a, b, 10 * i + len(split), i % 3)
+            rel = f"audio/{split}_{i:02d}.wav"
+            (root / "audio").mkdir(parents=True, exist_ok=True)
+            sf.write(root / rel, x, SR, subtype="PCM_16")
+            rows.append({"index": f"{split}{i}", "audio": rel, "Result": f"{a} {EMOJI[tag]} {b}",
+                         "speaker_id": f"spk{i % 2}", "Emotion": "neutral", "duration": round(len(x) / SR, 2)})
+            truth[f"{split}{i}"] = (tag, span)
+        with open(root / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return truth
+
+
+@pytest.mark.skipif(not WHISPER.is_dir(), reason="make -C tools (whisper-base)")
+def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
+    from pyutils.io import sha256_file
+
+    src = tmp_path / "NonverbalTTS"
+    truth = _nonverbaltts(src)
+    rdir = tmp_path / "egs" / "nvv_asr_en"
+    rdir.mkdir(parents=True)
+    for p in (ROOT / "egs" / "nvv_asr_en").iterdir():
+        if p.name in ("cmd.sh", "conf", "local", "path.sh", "run.sh", "utils"):
+            (rdir / p.name).symlink_to(p.resolve())
+    # db.sh points at the corpus, as a user's would
+    db = (ROOT / "egs" / "nvv_asr_en" / "db.sh").read_text()
+    (rdir / "db.sh").write_text(db.replace("\nNONVERBALTTS=\n", f"\nNONVERBALTTS={src}\n"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(["./run.sh", "--corpus", "nonverbaltts", "--stop-stage", "5", "--nj", "1",
+                        "--detector_real", "false", "--detector_heads", "1", "--detector_args", "--epochs 30"],
+                       cwd=rdir, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    exp = rdir / "exp" / "asr_cascade_default_en"
+    assert "data=NONVERBALTTS" in r.stdout and "have no NVV event times" not in r.stdout
+    assert "chorus-synth" not in r.stdout                               # no mini corpus made
+    # stage 4: windows from the transcripts, Whisper-aligned; each holds the sound that was put there
+    for split, n in (("train", 6), ("dev", 3)):
+        weak = exp / "feats" / f"weak_corpus_{split}"
+        rep = json.loads((weak / "report.json").read_text())
+        assert rep["utterances"] == n and rep["aligned"] == n and rep["windows"] == n
+        for row in map(json.loads, (weak / "windows.jsonl").read_text().splitlines()):
+            tag, (s, e) = truth[row["utt_id"].split("-")[-1]]
+            assert row["tag"] == tag
+            # the onset within 0.3 s, and the window holds most of the sound
+            overlap = min(e, row["end"]) - max(s, row["start"])
+            assert abs(row["start"] - s) < 0.3 and overlap >= 0.5 * (e - s), (row, s, e)
+    # stage 5: fitted on those windows, not the shipped detector copied
+    report = json.loads((exp / "detector_report.json").read_text())
+    assert report["labels"] == "windows" and report["train_utts"] == 6 and report["train_windows"] == 6
+    assert report["dev_utts"] == 3
+    shipped = ROOT / "pyutils" / "nvv_detect" / "nvv_detector.npz"
+    assert sha256_file(exp / "nvv_detector.npz") != sha256_file(shipped)
+    log = (exp / "log" / "train_detector.log").read_text()
+    assert "--labels windows" in log.splitlines()[0] or "--labels windows" in log
