@@ -68,6 +68,10 @@ detector=whisper         # cascade: the NVV detector: whisper (a conv head on fr
                          # | yamnet (softmax regression on YAMNet patches, pyutils.nvv_detect.yamnet_detector)
 detector_layers=5        # cascade, --detector whisper*: the encoder blocks whose states the head reads
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
+detector_labels=auto     # cascade: the detector's labels: times (exact event times, the mini corpus's events/) |
+                         # transcript (tag windows from the train/dev sets' tagged transcripts, frozen Whisper forced
+                         # to each: pyutils.nvv_detect.weak_labels); auto: times for the mini corpus, transcript for
+                         # real corpora (--corpus NAME; --detector whisper*)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
 detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
@@ -158,6 +162,10 @@ check_options() {
     [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
     [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
     [[ "${detector_heads}" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --detector_heads must be a whole number >= 1, got '${detector_heads}'" >&2; exit 2; }
+    case "${detector_labels}" in auto|times|transcript) ;; *) echo "$0: --detector_labels must be auto, times or transcript, got '${detector_labels}'" >&2; exit 2 ;; esac
+    if [ "${detector_labels}" = transcript ] && [ "${detector}" = yamnet ]; then
+      echo "$0: --detector_labels transcript fits the Whisper-frame head: give --detector whisper or whisper_yamnet with it" >&2; exit 2
+    fi
   fi
   case "${token_type}" in bpe|char|whisper) ;; *) echo "$0: --token_type must be bpe, char or whisper, got '${token_type}'" >&2; exit 2 ;; esac
   if [ "${token_type}" = whisper ] && [ "${whisper}" != true ]; then
