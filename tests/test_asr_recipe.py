@@ -30,6 +30,16 @@ def test_run_sh_help(recipe):
         assert opt in out, opt
 
 
+@pytest.mark.parametrize("args,exp", [((), "asr_cascade_ci_en"), (("--asr_tag", "mytry"), "asr_mytry"),
+                                      (("--asr_method", "espnet", "--asr_tag", "conf2"), "asr_conf2")])
+def test_asr_tag_names_the_exp_dir_of_either_method(tmp_path, args, exp):
+    """--asr_tag gives the cascade its own exp dir too (never the default run's)."""
+    r = run(["./run.sh", "--preset", "ci", "--stage", "3", "--stop_stage", "3", "--expdir", str(tmp_path),
+             "--skip_train", "true", *args], ROOT / "egs" / "nvv_asr_en")
+    assert r.returncode == 0, r.stderr
+    assert f"asr_exp={tmp_path}/{exp}\n" in r.stdout
+
+
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_run_sh_unknown_option_fails(recipe):
     r = run(["./run.sh", "--no-such-option", "1"], ROOT / "egs" / recipe)
