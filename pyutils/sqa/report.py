@@ -94,7 +94,8 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                  f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
                  "(`chorus-score sqa`, 20 ms grid).")
     if wall_seconds:
-        lines.append(f"Wall time of the run that wrote this file: {float(wall_seconds) / 60:.1f} min"
+        lines.append(f"Wall time of the stages whose outputs this file reports (stage_times.tsv, resumed runs "
+                     f"included): {float(wall_seconds) / 60:.1f} min"
                      + (f" (load average at the end: {load})" if load else "") + ".")
     ts = _train_summary(model_dir)
     cfg_path = os.path.join(model_dir, "config.yaml")
