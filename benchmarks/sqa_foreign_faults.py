@@ -535,7 +535,7 @@ def dump_set(data_dir: str, work: str, feats_cfg: dict, embed_cfg: dict | None, 
     except ValueError as e:
         raise BenchError(str(e)) from None
     bad = F.dump(os.path.join(data_dir, "wav.scp"), out, "1", int(feats_cfg["n_mels"]),
-                 bool(feats_cfg.get("pitch", False)), int(feats_cfg.get("pitch_rate", 16000)))
+                 bool(feats_cfg.get("pitch", False)))
     if bad:
         raise BenchError(f"{out}/bad.1: {bad} recordings could not be dumped")
     names = ["feats", "wav", "utt2num_frames", "utt2dur"]

@@ -226,7 +226,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--recipe-dir", default="egs/sqa")
     p.add_argument("--preset", default="default", help="whose corpus (corpus/sqa_mini4_<preset>) and config")
-    p.add_argument("--tag", default=None, help="recipe tag of the baselines (default: the preset)")
+    p.add_argument("--sqa-tag", "--tag", dest="tag", default=None,
+                   help="the recipe's --sqa_tag of the baselines (default: the preset)")
     p.add_argument("--config", default=None, help="training config (default: conf/train_sqa_<preset>.yaml)")
     p.add_argument("--families", default="babble,music,reverb,codec,stutter",
                    help="comma-separated families to leave out, one experiment each")
