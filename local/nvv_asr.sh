@@ -81,6 +81,10 @@ detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv h
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
                          # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads / .yamnet_detector (e.g. "--real-weight 8")
+nvv_naming=true          # cascade: name each detected event from YAMNet + Whisper's subtitle labels + the heads
+                         # (pyutils.nvv_detect.naming; a namer fitted in stage 5 on labelled clips, e.g. DEEPLY_NVV's
+                         # train speakers, else the zero-shot fusion); false: the detector's own tags
+naming_args=             # cascade: extra arguments of `pyutils.nvv_detect.naming name` (e.g. "--min-prob 0.5")
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached
 cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--model DIR")
@@ -162,6 +166,7 @@ check_options() {
     [[ "${detector_train_utts}" =~ ^[0-9]+$ ]] || { echo "$0: --detector_train_utts must be a whole number, got '${detector_train_utts}'" >&2; exit 2; }
     [[ "${detector_l2}" =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] || { echo "$0: --detector_l2 must be a non-negative number, got '${detector_l2}'" >&2; exit 2; }
     [[ "${detector_heads}" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --detector_heads must be a whole number >= 1, got '${detector_heads}'" >&2; exit 2; }
+    case "${nvv_naming}" in true|false) ;; *) echo "$0: --nvv_naming must be true or false, got '${nvv_naming}'" >&2; exit 2 ;; esac
     case "${detector_labels}" in auto|times|transcript) ;; *) echo "$0: --detector_labels must be auto, times or transcript, got '${detector_labels}'" >&2; exit 2 ;; esac
     if [ "${detector_labels}" = transcript ] && [ "${detector}" = yamnet ]; then
       echo "$0: --detector_labels transcript fits the Whisper-frame head: give --detector whisper or whisper_yamnet with it" >&2; exit 2
@@ -478,7 +483,7 @@ _nlsyms_opt=()
 _bpe_opt=()
 [ "${token_type}" = bpe ] && _bpe_opt=(--bpemodel "${bpemodel}")
 # Whisper: ESPnet reads pre-tokenised text (text_whisper: Whisper BPE pieces and tags,
-# see pyutils/whisper/tokens.py) as "word" tokens, and runs the chorus_whisper classes
+# see pyutils/asr/whisper_tokens.py) as "word" tokens, and runs the chorus_whisper classes
 # through pyutils.whisper.asr_train/asr_inference (espnet2.bin.* with them registered).
 _text=text; _espnet_token_type=${token_type}
 _asr_train_mod=espnet2.bin.asr_train; _asr_inference_mod=espnet2.bin.asr_inference
@@ -508,12 +513,12 @@ if [ "${skip_train}" != true ] && [ "${asr_method}" = espnet ] && in_stage 3 "to
     ${train_cmd} "${token_dir}/log/verify_weights.log" \
       python -m pyutils.whisper.weights --verify "${whisper_model:-base}"
     ${train_cmd} "${token_dir}/log/token_list.log" \
-      python -m pyutils.whisper.tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
+      python -m pyutils.asr.whisper_tokens token-list --model "${whisper_model:-base}" --out "${token_list}"
     for dset in ${train_set} ${valid_set}; do
       # From the official-form text (Whisper keeps case and punctuation), for the
       # utterances that stage 2 kept.
       ${train_cmd} "${token_dir}/log/encode_${dset}.log" \
-        python -m pyutils.whisper.tokens encode --model "${whisper_model:-base}" --lang "${lang}" \
+        python -m pyutils.asr.whisper_tokens encode --model "${whisper_model:-base}" --lang "${lang}" \
           --keys "${dumpdir}/raw/${dset}/text" "${datadir}/${dset}/text" "${dumpdir}/raw/${dset}/${_text}"
     done
   else
@@ -656,7 +661,7 @@ if [ "${asr_method}" = espnet ] && in_stage 6 "decode"; then
     if [ "${token_type}" = whisper ]; then
       mv "${_dir}/text.raw" "${_dir}/tokens.raw"
       ${decode_cmd} "${_logdir}/whisper_decode_tokens.log" \
-        python -m pyutils.whisper.tokens decode --model "${whisper_model:-base}" --lang "${lang}" \
+        python -m pyutils.asr.whisper_tokens decode --model "${whisper_model:-base}" --lang "${lang}" \
           "${_dir}/tokens.raw" "${_dir}/text.raw"
     fi
     ${decode_cmd} "${_logdir}/repair.log" \

@@ -30,6 +30,7 @@
 
 _featdir=${asr_exp}/feats
 _det=${asr_exp}/nvv_detector.npz
+_namer_file=${asr_exp}/nvv_namer.npz
 _shipped_det=${_chorus_root}/pyutils/nvv_detect/nvv_detector.npz
 _nj_det=$(min "${nj}" 4)
 
@@ -188,6 +189,23 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
     stage_mark "${asr_exp}/.train.done" --sig "${_sig}" "${_trained[@]}"
   fi
   log "  detector sha256: $(cut -d' ' -f1 "${_det}.sha256")"
+  # The namer of stage 6: fitted on labelled real clips when db.sh gives them (DEEPLY_NVV: its
+  # train and dev speakers; the test speakers stay unheard), else the zero-shot fusion.
+  if [ -n "${DEEPLY_NVV:-}" ] && [ "${nvv_naming}" = true ]; then
+    _sig_nm="$(md5sum < "${_deeply}/.prep.done" | cut -d' ' -f1)"
+    if stage_done "${asr_exp}/.namer.done" --sig "${_sig_nm}"; then
+      log "  ${_namer_file} is fitted, skipping"
+    else
+      log "  fit the event namer on ${_deeply}/{train,dev} -> ${_namer_file} (log: ${asr_exp}/log/fit_namer.log)"
+      ${train_cmd} "${asr_exp}/log/fit_namer.log" \
+        python -m pyutils.nvv_detect.naming fit --data "${_deeply}/train" --data "${_deeply}/dev" --embed \
+          --threads "$(min "${nj}" 2)" --out "${_namer_file}"
+      grep -h '^naming: fitted' "${asr_exp}/log/fit_namer.log" | sed 's/^/  /'
+      stage_mark "${asr_exp}/.namer.done" --sig "${_sig_nm}" "${_namer_file}" "${_namer_file}.sha256"
+    fi
+  else
+    rm -f "${asr_exp}/.namer.done" "${_namer_file}" "${_namer_file}.sha256"
+  fi
 fi
 
 # ---------------------------------------------------------------- stage 6
@@ -204,7 +222,17 @@ if in_stage 6 "decode"; then
     OMP_NUM_THREADS=1 \
     ${decode_cmd} "${_logdir}/asr_inference.detect.log" \
       python -m pyutils.nvv_detect.detect --wav-scp "${_data}/wav.scp" --model "${_det}" \
-        --out "${_dir}/events.jsonl"
+        --out "${_dir}/events.detected.jsonl"
+    if [ "${nvv_naming}" = true ]; then
+      _namer=(); [ -f "${_namer_file}" ] && _namer=(--model "${_namer_file}")
+      OMP_NUM_THREADS=1 \
+      ${decode_cmd} "${_logdir}/asr_inference.naming.log" \
+        python -m pyutils.nvv_detect.naming name --wav-scp "${_data}/wav.scp" --events "${_dir}/events.detected.jsonl" \
+          --out "${_dir}/events.jsonl" --threads "$(min "${nj}" 2)" "${_namer[@]}" ${naming_args}
+      log "  $(grep -h '^naming: .* events -> ' "${_logdir}/asr_inference.naming.log")"
+    else
+      cp "${_dir}/events.detected.jsonl" "${_dir}/events.jsonl"
+    fi
     ${decode_cmd} "${_logdir}/asr_inference.cascade.log" \
       python -m pyutils.asr.cascade --wav-scp "${_data}/wav.scp" --lang "${lang}" --model "${whisper_model:-base}" \
         --events "${_dir}/events.jsonl" --threads "${nj}" --jsonl "${_dir}/track1.jsonl" \

@@ -205,12 +205,11 @@ def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: Lis
 
 
 def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float) -> tuple:
-    """Multinomial logistic regression on standardised ``X``: ``(W, b, mu, sigma)``
-    (:func:`pyutils.nvv_detect.yamnet_detector.fit`, L-BFGS)."""
+    """Multinomial logistic regression on standardised ``X`` by L-BFGS: ``(W, b, mu, sigma)``
+    (:func:`pyutils.nvv_detect.yamnet_detector.fit`; no class subsampled)."""
     from pyutils.nvv_detect.yamnet_detector import fit as fit_lr
 
-    mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-6
-    W, b = fit_lr((X - mu) / sigma, y, n_classes, l2)
+    W, b, mu, sigma, _ = fit_lr(X, y, n_classes, l2, max_none=len(y))
     return W, b, mu, sigma
 
 

@@ -64,6 +64,13 @@ def iter_corpus_utts(corpus: Path, split: str) -> Iterator[Tuple[str, np.ndarray
     if not scp.is_file() or not evp.is_file():
         raise DetectorError(f"{corpus}: no {scp.name} or {evp.name} for split {split} "
                             f"(make one with `chorus-synth nvv --out {corpus}`)")
+    events = read_corpus_events(evp)
+    return ((u, x, sr, events.get(u, [])) for u, x, sr in read_scp_audio(scp))
+
+
+def read_corpus_events(evp: Path) -> Dict[str, List[dict]]:
+    """``{utt_id: [event]}`` of a corpus events file (rows ``{"utt_id", "events": [...]}``, as
+    ``chorus-synth nvv`` and ``chorus-prep deeply_nvv`` write them); a bad row names ``file:line``."""
     events: Dict[str, List[dict]] = {}
     for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
         try:
@@ -71,7 +78,7 @@ def iter_corpus_utts(corpus: Path, split: str) -> Iterator[Tuple[str, np.ndarray
             events[row["utt_id"]] = list(row["events"])
         except (ValueError, KeyError, TypeError) as e:
             raise DetectorError(f"{evp}:{n}: bad events row: {e}") from e
-    return ((u, x, sr, events.get(u, [])) for u, x, sr in read_scp_audio(scp))
+    return events
 
 
 def corpus_utts(corpus: Path, split: str) -> List[Tuple[str, np.ndarray, int, List[dict]]]:
