@@ -140,20 +140,18 @@ Examples:
   ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default_en_bpe300
 EOF
 )
-. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
-
-if [ "${whisper}" = true ]; then
-  token_type=whisper
-  feats_normalize=none   # Whisper normalises its own log-mel features
-  : "${asr_config:=conf/train_asr_whisper_${preset}.yaml}"
-  if [ -z "${inference_config}" ]; then
-    inference_config=conf/decode_asr_whisper_${preset}.yaml
-    [ -f "${inference_config}" ] || inference_config=conf/decode_asr_whisper.yaml
-  fi
-fi
-_db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)   # training corpora of --corpus (db.sh names)
-check_options() {
+check_options() {   # (called by the prelude once the options are parsed)
   local c
+  _db_corpora=(NVBENCH EMILIA_NV NONVERBALTTS MNV17 SMIIP_NV)   # training corpora of --corpus (db.sh names)
+  if [ "${whisper}" = true ]; then
+    token_type=whisper
+    feats_normalize=none   # Whisper normalises its own log-mel features
+    : "${asr_config:=conf/train_asr_whisper_${preset}.yaml}"
+    if [ -z "${inference_config}" ]; then
+      inference_config=conf/decode_asr_whisper_${preset}.yaml
+      [ -f "${inference_config}" ] || inference_config=conf/decode_asr_whisper.yaml
+    fi
+  fi
   case "${asr_method}" in espnet|cascade) ;; *) echo "$0: --asr_method must be espnet or cascade, got '${asr_method}'" >&2; exit 2 ;; esac
   case "${detector}" in whisper|whisper_yamnet|yamnet) ;; *) echo "$0: --detector must be whisper, whisper_yamnet or yamnet, got '${detector}'" >&2; exit 2 ;; esac
   [[ "${detector_layers}" =~ ^[1-6](,[1-6])*$ ]] || { echo "$0: --detector_layers must be encoder blocks 1-6 separated by commas, got '${detector_layers}'" >&2; exit 2; }
@@ -177,6 +175,10 @@ check_options() {
     echo "$0: --token_type whisper goes with --whisper true" >&2; exit 2
   fi
   case "${unmapped}" in drop_tag|keep_text|drop_utt) ;; *) echo "$0: --unmapped must be drop_tag|keep_text|drop_utt" >&2; exit 2 ;; esac
+  if [[ " ${corpus} " == *" all "* ]]; then
+    for c in "${_db_corpora[@]}"; do [ -z "${!c:-}" ] || return 0; done
+    echo "$0: --corpus all: no corpus is set in db.sh" >&2; exit 2
+  fi
   case " ${corpus} " in *" mini "*|*" all "*) [[ "${corpus}" =~ ^\ *(mini|all)\ *$ ]] && return 0
     echo "$0: --corpus '${corpus}': mini and all stand alone" >&2; exit 2 ;; esac
   for c in ${corpus}; do
@@ -185,7 +187,8 @@ check_options() {
     corpus_path "${c}" > /dev/null
   done
 }
-check_options
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
+
 : "${inference_nj:=${nj}}"
 [ "${train_threads}" != auto ] || train_threads=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 _auto_tests=false
@@ -197,8 +200,7 @@ fi
 corpora=""   # the db.sh names of the real training corpora (--corpus)
 case "${corpus}" in
   mini) ;;
-  all) for c in "${_db_corpora[@]}"; do [ -z "${!c:-}" ] || corpora+="${corpora:+ }${c}"; done
-       [ -n "${corpora}" ] || { echo "$0: --corpus all: no corpus is set in db.sh" >&2; exit 2; } ;;
+  all) for c in "${_db_corpora[@]}"; do [ -z "${!c:-}" ] || corpora+="${corpora:+ }${c}"; done ;;
   *) for c in ${corpus}; do corpora+="${corpora:+ }${c^^}"; done ;;
 esac
 use_mini=true; [ -z "${corpora}" ] || use_mini=false

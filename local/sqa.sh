@@ -53,8 +53,6 @@ add \"--frames-dim 48\" to keep the Whisper frames (frame_embed: true in the con
   ./run.sh --preset ci                      # whole recipe in ~2-3 minutes
   ./run.sh --corpus qualispeech             # QualiSpeech (QUALISPEECH in db.sh)
   ./run.sh --stage 5 --stop_stage 7 --sqa_config conf/my_train.yaml --sqa_tag mytry"
-. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
-
 check_options() {
   case "${region_tune}" in after|off) ;;
     *) echo "$0: unknown --region_tune '${region_tune}' (use after or off)" >&2; exit 2 ;;
@@ -63,7 +61,8 @@ check_options() {
     *) echo "$0: unknown --corpus '${corpus}' (use mini or qualispeech)" >&2; exit 2 ;;
   esac
 }
-check_options
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
+
 : "${corpus_dir:=corpus/sqa_mini4_${preset}}"
 : "${sqa_config:=conf/train_sqa_${preset}.yaml}"
 : "${sqa_tag:=${preset}}"

@@ -3,15 +3,15 @@
 # place that owns their shell plumbing. A stage script declares its options (NAME=DEFAULT  # doc)
 # and help_message, then hands everything else to this file:
 #
-#   . utils/stage_prelude.sh --parse "$@"
-#   check_options() { ... }; check_options   # the script's own checks (exit 2 naming the option)
+#   check_options() { ... }                   # the script's own checks (exit 2 naming the option)
+#   . utils/stage_prelude.sh --parse "$@"     # calls check_options after parsing, before the lock
 #   if in_stage 0 corpus; then ... fi         # every stage gate
 #
 # 0. --parse: the options (utils/parse_options.sh: --name value, --name=value, --config FILE;
 #    --help prints help_message and the options with their docs), any other argument refused
 #    (exit 2), then the recipe's ./path.sh, ./cmd.sh and ./db.sh (in that order: a recipe dir is
-#    the working dir), then --preset checked (ci|default|large; exit 2), then 1-7 below with
-#    ${expdir}. Helpers for the stages: in_stage N NAME (6), min, nlines, kill_tree (8).
+#    the working dir), then --preset checked (ci|default|large; exit 2), then the script's
+#    check_options when it has one, then 1-7 below with ${expdir}. Helpers for the stages: in_stage N NAME (6), min, nlines, kill_tree (8).
 #    (Without --parse: `. utils/stage_prelude.sh EXPDIR` after parse_options.sh, 1-8 only.)
 # 1. Stage range: --stage and --stop_stage (or --stop-stage) must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
@@ -51,6 +51,12 @@
 #    jobs with --cmd "${train_cmd}", run through utils/run.pl: on the machine that drives the
 #    recipe, as Kaldi's local/data.sh does).
 
+corpus_path() {  # corpus_path NAME: the dir db.sh gives --corpus NAME (variable NAME in capitals), checked
+  local var; var=$(echo "$1" | tr '[:lower:]' '[:upper:]')
+  [ -n "${!var:-}" ] || { echo "$0: --corpus $1 needs ${var}=<dir> in db.sh" >&2; exit 2; }
+  [ -d "${!var}" ] || { echo "$0: ${var}=${!var} (db.sh, --corpus $1) is not a directory" >&2; exit 2; }
+  echo "${!var}"
+}
 if [ "${1:-}" = --parse ]; then
   shift
   _po_script=${BASH_SOURCE[1]}   # the options whose docs --help prints
@@ -70,6 +76,9 @@ if [ "${1:-}" = --parse ]; then
   case "${preset-default}" in ci|default|large) ;;
     *) echo "$0: unknown --preset '${preset}' (use ci, default or large)" >&2; exit 2 ;;
   esac
+  # the script's own option checks (a function it defines before this line): a bad option is
+  # refused before any lock is taken or file touched
+  if declare -F check_options > /dev/null; then check_options; fi
   SECONDS=0
   set -- "${expdir:?a stage script has an --expdir option}"
   unset _sp_f
@@ -307,12 +316,6 @@ logged() {
 }
 min() { local a=$1 b; shift; for b in "$@"; do [ "$b" -lt "$a" ] && a=$b; done; echo "$a"; }
 nlines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
-corpus_path() {  # corpus_path NAME: the dir db.sh gives --corpus NAME (variable NAME in capitals), checked
-  local var; var=$(echo "$1" | tr '[:lower:]' '[:upper:]')
-  [ -n "${!var:-}" ] || { echo "$0: --corpus $1 needs ${var}=<dir> in db.sh" >&2; exit 2; }
-  [ -d "${!var}" ] || { echo "$0: ${var}=${!var} (db.sh, --corpus $1) is not a directory" >&2; exit 2; }
-  echo "${!var}"
-}
 kill_tree() {
   local pid=$1 child
   for child in $(ps -o pid= --ppid "${pid}" 2>/dev/null); do kill_tree "${child}"; done
