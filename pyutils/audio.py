@@ -10,13 +10,16 @@
 * :func:`resample` -- polyphase resampling by ``p / q = sr_out / sr_in`` (scipy
   ``resample_poly``: zero-stuffing by ``p``, Kaiser-windowed low-pass FIR, every ``q``-th sample
   kept), time on axis 0, any channels; the synthesisers' and TTS post-processing's resampler.
+* :func:`run_ffmpeg` -- bytes through ffmpeg (an argument list, never a shell string): the
+  codecs of :mod:`pyutils.synth.codecs`, raw G.722 prompts.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from fractions import Fraction
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -76,3 +79,16 @@ def resample(x: np.ndarray, sr_in: float, sr_out: float) -> np.ndarray:
     if ratio == 1:
         return x
     return signal.resample_poly(x, ratio.numerator, ratio.denominator, axis=0)
+
+
+def run_ffmpeg(args: List[str], data: bytes, what: str) -> bytes:
+    """stdout of ``ffmpeg <args>`` (an argument list, never a shell string) fed ``data`` on stdin;
+    a RuntimeError naming ``what`` when ffmpeg is missing or fails."""
+    cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error"] + args
+    try:
+        res = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    except FileNotFoundError as e:
+        raise RuntimeError(f"ffmpeg is not installed (needed for {what}; make -C tools)") from e
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"ffmpeg failed for {what}: {e.stderr.decode(errors='replace')[-300:]}") from e
+    return res.stdout

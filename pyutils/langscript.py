@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from typing import Optional
 
@@ -107,6 +108,44 @@ def script_of(lang: str) -> Optional[str]:
 def writes_without_spaces(lang: str) -> bool:
     """True when ``lang``'s lexical units are characters (its script has no word spaces)."""
     return script_of(lang) in NO_SPACE_SCRIPTS
+
+
+#: Scripts whose letters a language's G2P reads as words (unicodedata name prefixes).
+#: Anything else would be spelt out by espeak-ng in English ("chinese letter") or
+#: dropped by pypinyin, i.e. a silent wrong synthesis: such text is refused instead.
+#: Languages not listed (forked recipes) are not checked.
+G2P_SCRIPTS = {
+    "en": ("LATIN",),
+    "vi": ("LATIN",),
+    "zh": ("CJK", "LATIN", "FULLWIDTH LATIN"),
+}
+
+
+def foreign_letters(text: str, lang: str) -> str:
+    """Characters of plain ``text`` (NFC) outside ``lang``'s inventory, each once: letters of
+    another script (:data:`G2P_SCRIPTS`) and pictographic symbols (emoji, ``☃``: Unicode
+    category So); digits, punctuation and other symbols do not count."""
+    scripts = G2P_SCRIPTS.get(lang)
+    bad = []
+    for ch in unicodedata.normalize("NFC", text):
+        cat = unicodedata.category(ch)
+        foreign = cat == "So" or (scripts is not None and cat.startswith("L")
+                                  and not unicodedata.name(ch, "").startswith(scripts))
+        if foreign and ch not in bad:
+            bad.append(ch)
+    return "".join(bad)
+
+
+def to_simplified(text: str) -> str:
+    """Traditional -> simplified Chinese (OpenCC ``t2s``); Whisper mixes both."""
+    return _opencc().convert(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _opencc():
+    import opencc
+
+    return opencc.OpenCC("t2s")
 
 
 def is_no_space_char(ch: str) -> bool:

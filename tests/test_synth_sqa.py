@@ -148,9 +148,10 @@ def test_packaged_real_speech_trains_and_is_cut_at_quiet_points(corpus):
 
 def test_neural_bank_voice_renders_in_the_sqa_corpus(tmp_path):
     from pyutils.synth import sqa_corpus, voice_bank
+    from pyutils.synth.speech import check_engines
 
     try:
-        voice_bank.check_engines(voice_bank.bank_voices("en", 1))
+        check_engines(voice_bank.bank_voices("en", 1))
     except voice_bank.VoiceBankError:
         pytest.skip("make -C tools voices not run")
     sizes = {"train": 100, "dev": 0, "test": 0}

@@ -48,7 +48,7 @@ def test_pretrained_vocoder_rebuilds_a_recording():
     x, sr = sf.read(wavs[0], dtype="float64", always_2d=True)
     from pyutils.audio import resample
     x = resample(x.mean(axis=1), sr, 16000)[: 16000 * 2]
-    from pyutils.tts.align import feature_extractor, logmel
+    from pyutils.tts.fbank import feature_extractor, logmel
     fe = feature_extractor({"feats_extract": "fbank", "feats_extract_conf": {
         "fs": 16000, "n_fft": 512, "hop_length": 128, "win_length": 512, "n_mels": 80, "fmin": 0, "fmax": 8000}})
     lm = logmel(fe, x)

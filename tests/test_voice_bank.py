@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from pyutils.synth import cli, voice_bank
-from pyutils.synth.speech import voices
+from pyutils.synth.speech import check_engines, voices
 
 
 def _installed(engine):
     try:
-        voice_bank.check_engines([{"engine": engine}])
+        check_engines([{"engine": engine}])
         return True
     except voice_bank.VoiceBankError:
         return False
@@ -53,7 +53,7 @@ def test_other_languages_fall_back_to_espeak():
 def test_missing_package_names_it_and_the_make_target(monkeypatch):
     monkeypatch.setitem(voice_bank.PACKAGES, "piper", {"chorus-no-such-voice-pkg": "9.9"})
     with pytest.raises(voice_bank.VoiceBankError) as e:
-        voice_bank.check_engines([{"engine": "piper"}])
+        check_engines([{"engine": "piper"}])
     assert "chorus-no-such-voice-pkg==9.9" in str(e.value) and "make -C tools voices" in str(e.value)
 
 
@@ -156,7 +156,7 @@ def test_gcin_missing_names_the_package(monkeypatch, tmp_path):
 
     monkeypatch.setattr(syllable_voice, "GCIN_DIR", str(tmp_path))
     with pytest.raises(voice_bank.VoiceBankError, match="gcin-voice"):
-        voice_bank.check_engines(voice_bank.bank_voices("zh", 2))
+        check_engines(voice_bank.bank_voices("zh", 2))
 
 
 @needs_gcin

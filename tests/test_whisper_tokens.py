@@ -4,8 +4,8 @@ import pytest
 
 pytest.importorskip("whisper")
 
-from pyutils.whisper import tokens  # noqa: E402
-from pyutils.whisper.tokens import WhisperTokens  # noqa: E402
+from pyutils.asr import whisper_tokens as tokens  # noqa: E402
+from pyutils.asr.whisper_tokens import WhisperTokens  # noqa: E402
 from pyutils.whisper.weights import WhisperWeightsError  # noqa: E402
 
 

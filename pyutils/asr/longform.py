@@ -179,7 +179,7 @@ class LongformTranscriber:
         if removed:
             tr.notes.append(f"{removed} repeated words removed (loop)")
         if self.lang == "zh":
-            from pyutils.whisper.tokens import to_simplified
+            from pyutils.langscript import to_simplified
 
             words = [replace(w, text=to_simplified(w.text)) for w in words]
         return words

@@ -67,7 +67,7 @@ def prompts(root: Path | None = None, max_per_voice: int = 50, min_s: float = 2.
 
 def read_g722(path: str) -> Tuple[np.ndarray, int]:
     """Decode a raw G.722 file with ffmpeg -> (float32 mono samples, 16000)."""
-    from pyutils.synth.codecs import run_ffmpeg
+    from pyutils.audio import run_ffmpeg
 
     raw = ["-f", "f32le", "-ac", "1", "-ar", str(SAMPLE_RATE), "pipe:1"]
     out = run_ffmpeg(["-f", "g722", "-i", "pipe:0"] + raw, Path(path).read_bytes(), f"{path} (raw G.722)")

@@ -28,7 +28,7 @@ import itertools
 import operator
 from array import array
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from pyutils.scoring import align
 from pyutils.scoring.errors import ScoringError
@@ -39,9 +39,6 @@ PROTOCOL_VERSION = "1.0.0"
 COLLAR = {"en": 2, "zh": 5}
 WEIGHTS = {"F1": 0.70, "mNTD": 0.20, "Err": 0.10}
 NONE_TAG = "<none>"
-
-if TYPE_CHECKING:
-    from pyutils.scoring.track1_batch import NativeBatch
 
 
 def safe_prf(tp: int, fp: int, fn: int) -> Tuple[float, float, float]:
@@ -164,8 +161,9 @@ class LangAccumulator:
             return edits, mapped, value
         return None
 
-    def absorb(self, batch: NativeBatch) -> None:
-        """Add the per-tag counts and confusion pairs that ``batch`` accumulated."""
+    def absorb(self, batch) -> None:
+        """Add the per-tag counts and confusion pairs that ``batch`` (a
+        :class:`pyutils.scoring.track1_batch.NativeBatch`) accumulated."""
         tags, nt = self.tags, len(self.tags)
         for k, tag in enumerate(tags):
             if batch.tag_ref[k]:

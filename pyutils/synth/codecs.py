@@ -13,11 +13,9 @@ telephone codec beside GSM 06.10.
 
 from __future__ import annotations
 
-import subprocess
-from typing import List
-
 import numpy as np
 
+from pyutils.audio import run_ffmpeg
 from pyutils.synth import SAMPLE_RATE
 
 # codec -> (bitrates from mild to harsh, encoder argv taking {br}, container)
@@ -28,19 +26,6 @@ CODECS = {
     "g726": (["32k", "24k", "16k"], ["-ar", "8000", "-c:a", "g726", "-b:a", "{br}"], "wav"),
 }
 CODEC_NAMES = tuple(CODECS)
-
-
-def run_ffmpeg(args: List[str], data: bytes, what: str) -> bytes:
-    """stdout of ``ffmpeg <args>`` (an argument list, never a shell string) fed ``data`` on stdin;
-    a RuntimeError naming ``what`` when ffmpeg is missing or fails."""
-    cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error"] + args
-    try:
-        res = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
-    except FileNotFoundError as e:
-        raise RuntimeError(f"ffmpeg is not installed (needed for {what}; make -C tools)") from e
-    except subprocess.CalledProcessError as e:
-        raise RuntimeError(f"ffmpeg failed for {what}: {e.stderr.decode(errors='replace')[-300:]}") from e
-    return res.stdout
 
 
 def _align(y: np.ndarray, x: np.ndarray, max_lag: int = 4000) -> np.ndarray:

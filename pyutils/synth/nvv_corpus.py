@@ -232,7 +232,8 @@ def sizes_from_args(args) -> Dict[str, int]:
 
 
 def plan_from_args(args) -> List[dict]:
-    from pyutils.synth.voice_bank import cache_dir_from_args, check_engines
+    from pyutils.synth.speech import check_engines
+    from pyutils.synth.voice_bank import cache_dir_from_args
 
     p = sizes_from_args(args)
     items = plan(args.lang, p, p["voices"], args.seed, getattr(args, "nvv_sounds", "generated"),

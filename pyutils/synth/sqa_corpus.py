@@ -349,7 +349,7 @@ def plan_from_args(args) -> List[dict]:
         raise SynthArgError(f"--num-voices {p['voices']}: the sqa corpus needs at least 2 voices "
                             "(babble noise mixes two of them)")
     items = plan(args.lang, p, p["voices"], args.seed, getattr(args, "voices", "bank"))
-    from pyutils.synth.voice_bank import check_engines
+    from pyutils.synth.speech import check_engines
 
     used = [it["voice"] for it in items if "voice" in it] + [v for it in items for v, _ in it["babble"]]
     check_engines(used)                       # a missing voice package: one message, before any work

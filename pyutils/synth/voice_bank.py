@@ -51,6 +51,7 @@ from pyutils.io import sha256_file
 from pyutils.synth import SAMPLE_RATE
 from pyutils.audio import resample
 from pyutils.synth.audio import trim_silence
+from pyutils.synth.espeak import espeak_voices, numbered_voices
 
 MAKE_HINT = "run `make -C tools voices`"
 #: part of every cache key: raise it when a change here changes what a voice renders
@@ -341,29 +342,21 @@ def bank_voices(lang: str, n: Optional[int] = None) -> List[dict]:
     """The deterministic voice-bank inventory of ``lang``: English: piper joe + Kokoro styles,
     their mixes and warps; Mandarin: the recorded gcin speakers
     (:mod:`pyutils.synth.syllable_voice`) at several rates and warps; any other language the
-    espeak-ng/flite inventory of :func:`pyutils.synth.speech.voices`."""
+    espeak-ng/flite inventory of :func:`pyutils.synth.espeak.espeak_voices`."""
     if not has_bank(lang):
-        from pyutils.synth.speech import voices
-
-        return voices(lang, n)
+        return espeak_voices(lang, n)
     base = _BASES[lang]
     out = [{"id": "", "engine": e, "name": nm, "speed": sp, "pitch": 0, "warp": w}
            for e, nm, sp, w in base]
     for sp_f, w_f in _EN_WARPS:          # further voices: every base voice at another rate/warp
         out += [dict(v, speed=round(v["speed"] * sp_f, 3), warp=round(v["warp"] * w_f, 3))
                 for v in out[:len(base)]]
-    from pyutils.synth.speech import numbered_voices
-
     return numbered_voices(lang, out, n, "bank voices")
 
 
-def check_engines(voices: List[dict]) -> None:
-    """Fail early (one message naming the package and the make target) when a voice's engine
-    is not installed or its files fail their checksums."""
-    if any(v["engine"] == "gcin" for v in voices):
-        from pyutils.synth.syllable_voice import check
-
-        check()
+def check_neural(voices: List[dict]) -> None:
+    """Fail early (one message naming the package and the make target) when a neural voice's
+    engine is not installed or its files fail their checksums."""
     for engine in sorted({str(v["engine"]) for v in voices} & {"piper", "kokoro"}):
         check_packages(engine)
         files = piper_files() if engine == "piper" else kokoro_files()

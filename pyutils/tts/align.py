@@ -8,8 +8,8 @@ here (no teacher worth the name trains in the CPU budget, MFA is not installed),
 this module trains a small aligner on the training data itself, the classic way:
 
 * features: ESPnet's own ``LogMelFbank`` with the TTS config's settings (so the
-  frame count is exactly the one the TTS model sees), turned into 13 cepstra +
-  deltas + delta-deltas, mean/variance normalised per speaker;
+  frame count is the TTS model's: :mod:`pyutils.tts.fbank`), as 13 cepstra + deltas +
+  delta-deltas, mean/variance normalised per speaker;
 * model: a left-to-right HMM per utterance made of one Gaussian (diagonal) per
   state, tied across utterances by token; phones and tags have ``--states``
   states (each at least one frame), pause tokens (``|``, punctuation and the final
@@ -36,9 +36,8 @@ token, then split proportionally; both fallbacks are counted and named in the lo
 
 writes ``<set>/durations`` for every ``--align`` set and ``<out-dir>/align_stats.json``.
 
-One module on purpose (past ~500 lines): the HMM, its training loop and the duration
-read-out share the state layout and the per-token state counts; split, each part would
-need the others' internals.
+One module: the HMM, its training loop and the duration read-out share the state layout
+and the per-token state counts (split, each part would need the others' internals).
 """
 
 from __future__ import annotations
@@ -54,12 +53,12 @@ import numpy as np
 
 from pyutils.datadir.io import read_kv, read_wav_scp_entry
 from pyutils.io import InputError, atomic_write, iter_jsonl
+from pyutils.tts.fbank import FbankConfigError, cepstra, feature_extractor, logmel
 from pyutils.tts.frontend import tag_part_of
 
 PAUSE_TOKENS = frozenset({"|", ",", ".", "?", "!"})
 EOS = "<eos>"
 SIL_MODEL = "<sil>"
-N_CEPS = 13
 
 
 class AlignError(ValueError):
@@ -68,37 +67,6 @@ class AlignError(ValueError):
 
 def log(msg: str) -> None:
     print(f"align: {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- features
-def feature_extractor(config: dict):
-    """ESPnet's LogMelFbank with the settings of the TTS config (``feats_extract_conf``)."""
-    from espnet2.tts.feats_extract.log_mel_fbank import LogMelFbank
-
-    if config.get("feats_extract") != "fbank":
-        raise AlignError("forced alignment needs feats_extract: fbank in the TTS config "
-                         f"(got {config.get('feats_extract')!r})")
-    conf = dict(config.get("feats_extract_conf") or {})
-    return LogMelFbank(**conf)
-
-
-def logmel(fe, x: np.ndarray) -> np.ndarray:
-    import torch
-
-    with torch.no_grad():
-        feats, _ = fe(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))[None],
-                      torch.tensor([len(x)]))
-    return feats[0].numpy()
-
-
-def cepstra(lm: np.ndarray) -> np.ndarray:
-    """Log-mel (T, n_mels) -> 13 cepstra + deltas + delta-deltas (T, 39)."""
-    from scipy.fft import dct
-
-    c = dct(lm, type=2, axis=1, norm="ortho")[:, :N_CEPS]
-    d1 = np.gradient(c, axis=0) if len(c) > 1 else np.zeros_like(c)
-    d2 = np.gradient(d1, axis=0) if len(c) > 1 else np.zeros_like(c)
-    return np.concatenate([c, d1, d2], axis=1).astype(np.float32)
 
 
 # ---------------------------------------------------------------- HMM topology
@@ -506,7 +474,7 @@ def main(argv=None) -> int:
             stats["sets"][d] = dict(counts, utts=len(sets[d]),
                                     pinned=sum(bool(u.spans) for u in sets[d]))
             log(f"{d}/durations written ({counts})")
-    except (AlignError, InputError, OSError) as e:
+    except (AlignError, FbankConfigError, InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stats["seconds"] = round(time.time() - t0, 1)

@@ -31,6 +31,7 @@ import unicodedata
 from typing import Callable, Dict, List, Sequence, Tuple
 
 from pyutils.io import atomic_write
+from pyutils.langscript import foreign_letters
 from pyutils.tags import challenge_tags, normalize_tag_label
 
 WORD_SEP = "|"
@@ -42,17 +43,6 @@ _PUNCT_MAP = {
 }
 _TAG_SPLIT_RE = re.compile(r"(\[[^\[\]]*\])")
 _PUNCT_SPLIT_RE = re.compile(r"([,.?!])")
-
-
-# Scripts whose letters a language's G2P reads as words (unicodedata name prefixes).
-# Anything else would be spelt out by espeak-ng in English ("chinese letter") or
-# dropped by pypinyin, i.e. a silent wrong synthesis: such text is refused instead.
-# Languages not listed (forked recipes) are not checked.
-_SCRIPTS = {
-    "en": ("LATIN",),
-    "vi": ("LATIN",),
-    "zh": ("CJK", "LATIN", "FULLWIDTH LATIN"),
-}
 
 
 class FrontendError(ValueError):
@@ -137,22 +127,13 @@ def split_tagged(text: str) -> List[Tuple[str, str]]:
 
 
 def foreign_characters(text: str, lang: str) -> str:
-    """Characters of ``text`` (tags excluded) outside ``lang``'s inventory, each once.
-
-    Letters of another script (``_SCRIPTS``) and pictographic symbols (emoji, ``☃``:
-    Unicode category So) count; digits, punctuation and other symbols do not.
-    """
-    scripts = _SCRIPTS.get(lang)
+    """Characters of ``text`` (tags excluded) outside ``lang``'s inventory, each once
+    (:func:`pyutils.langscript.foreign_letters` of each text piece)."""
     bad: List[str] = []
     for kind, value in split_tagged(text):
         if kind == "tag":
             continue
-        for ch in value:
-            cat = unicodedata.category(ch)
-            foreign = cat == "So" or (scripts is not None and cat.startswith("L")
-                                      and not unicodedata.name(ch, "").startswith(scripts))
-            if foreign and ch not in bad:
-                bad.append(ch)
+        bad += [ch for ch in foreign_letters(value, lang) if ch not in bad]
     return "".join(bad)
 
 

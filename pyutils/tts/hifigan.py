@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         import yaml
 
         from pyutils.io import read_scp
-        from pyutils.tts.align import feature_extractor, logmel
+        from pyutils.tts.fbank import feature_extractor, logmel
         from pyutils.tts.vocoder import vocode_dirs
 
         with open(a.config, encoding="utf-8") as f:

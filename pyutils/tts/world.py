@@ -173,14 +173,14 @@ def analyze(x: np.ndarray, c: WorldConfig) -> np.ndarray:
 @functools.lru_cache(maxsize=4)
 def _fbank(c: WorldConfig):
     """The forced aligner's extractor (ESPnet's LogMelFbank), built once per setting."""
-    from pyutils.tts.align import feature_extractor
+    from pyutils.tts.fbank import feature_extractor
 
     return feature_extractor({"feats_extract": "fbank", "feats_extract_conf": c.fbank_conf()})
 
 
 def _logmel(x: np.ndarray, c: WorldConfig) -> np.ndarray:
     """ESPnet's LogMelFbank (the log-mel a fbank TTS config learns) of one waveform."""
-    from pyutils.tts.align import logmel
+    from pyutils.tts.fbank import logmel
 
     return logmel(_fbank(c), x).astype(np.float64)
 

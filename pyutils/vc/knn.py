@@ -371,10 +371,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         stats = run(pairs, args.out, KnnConverter(cfg, args.whisper_model, args.threads), args.bad_ref)
     except Exception as exc:
         from pyutils.vc.pairs import PairsError
-        from pyutils.tts.hifigan import VocoderUnavailable
         from pyutils.whisper.weights import WhisperWeightsError
 
-        if isinstance(exc, (ConversionError, PairsError, WhisperWeightsError, VocoderUnavailable, ValueError,
+        if isinstance(exc, (ConversionError, PairsError, WhisperWeightsError, ValueError,
                             OSError)):
             print(f"error: {exc}", file=sys.stderr)
             return 1

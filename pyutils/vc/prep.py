@@ -73,14 +73,14 @@ def frontend_safe(text: str, lang: str) -> Tuple[str, str]:
 
     A transcript of a conversion set comes from an ASR (or a user), not from the TTS's
     training data: brackets (read as NVV tags by pyutils.tts.frontend) and letters of another
-    script (``foreign_characters``) would stop the synthesis of every pair, so they are
-    removed here and the pair is reported instead.
+    script (:func:`pyutils.langscript.foreign_letters`) would stop the synthesis of every pair, so
+    they are removed here and the pair is reported instead.
     """
-    from pyutils.tts.frontend import foreign_characters
+    from pyutils.langscript import foreign_letters
 
     removed = "".join(dict.fromkeys(ch for ch in text if ch in "[]"))
     clean = text.replace("[", " ").replace("]", " ")
-    bad = foreign_characters(clean, lang)
+    bad = foreign_letters(clean, lang)
     if bad:
         removed += bad
         clean = "".join(" " if ch in bad else ch for ch in clean)

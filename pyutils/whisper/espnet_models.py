@@ -9,7 +9,7 @@ and replace only the construction:
   accepted by :func:`pyutils.whisper.convert.load_any`; ``null`` with
   ``whisper_dims`` builds a randomly initialised Whisper of those dims (CI, tests).
 * the decoder's token embedding (tied to the output layer) is rebuilt for the ESPnet
-  token list of :mod:`pyutils.whisper.tokens`: pretrained rows at ``token_offset``
+  token list of :mod:`pyutils.asr.whisper_tokens`: pretrained rows at ``token_offset``
   (after ``<blank>``), new rows (the NVV tags, ``<unk>``) drawn from the pretrained
   rows' mean and std, as espnet2 does for an expanded vocabulary.
 
@@ -142,7 +142,7 @@ class ChorusWhisperDecoder(OpenAIWhisperDecoder):
         if vocab_size < n_orig + token_offset:
             raise ValueError(f"chorus_whisper decoder: token list has {vocab_size} entries, "
                              f"fewer than Whisper's {n_orig} + offset {token_offset}: build it "
-                             f"with `python -m pyutils.whisper.tokens token-list`")
+                             f"with `python -m pyutils.asr.whisper_tokens token-list`")
         emb = OffsetTokenEmbedding(orig, token_offset, vocab_size)
         self.decoders.token_embedding = emb
         self.dropout = torch.nn.Dropout(dropout_rate)

@@ -59,7 +59,7 @@ class Judge:
             condition_on_previous_text=False, without_timestamps=True, max_new_tokens=max_tokens)
         text = " ".join(s.text.strip() for s in segments).strip()
         if self.lang.startswith("zh"):
-            from pyutils.whisper.tokens import to_simplified
+            from pyutils.langscript import to_simplified
 
             text = to_simplified(text)
         return " ".join(text.split())

@@ -15,9 +15,9 @@ pretrained embedding rows at offset 1. A transcript's tokens start with Whisper'
 prefix ``<|en|> <|transcribe|> <|notimestamps|>`` (ESPnet adds ``<|startoftranscript|>``
 and ``<|endoftext|>`` as sos/eos), as in Whisper's own training.
 
-    python -m pyutils.whisper.tokens token-list --model base --out tokens.txt
-    python -m pyutils.whisper.tokens encode --model base --lang en [--keys K] IN_TEXT OUT_TEXT
-    python -m pyutils.whisper.tokens decode --model base --lang zh IN_TEXT OUT_TEXT
+    python -m pyutils.asr.whisper_tokens token-list --model base --out tokens.txt
+    python -m pyutils.asr.whisper_tokens encode --model base --lang en [--keys K] IN_TEXT OUT_TEXT
+    python -m pyutils.asr.whisper_tokens decode --model base --lang zh IN_TEXT OUT_TEXT
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pyutils.asr import tags_text
 from pyutils.asr.text_norm import NO_SPACE_LANGS
 from pyutils.datadir.io import read_kv
 from pyutils.io import atomic_write
+from pyutils.langscript import to_simplified
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 TOKEN_OFFSET = 1
@@ -138,18 +139,6 @@ def collapse_tag_loops(tokens: list[str], tag_set: set, min_run: int = 3) -> lis
         out.extend(tokens[i:j] if tokens[i] not in tag_set or j - i < min_run else tokens[i:i + 1])
         i = j
     return out
-
-
-def to_simplified(text: str) -> str:
-    """Traditional -> simplified Chinese (OpenCC ``t2s``); Whisper mixes both."""
-    return _opencc().convert(text)
-
-
-@functools.lru_cache(maxsize=1)
-def _opencc():
-    import opencc
-
-    return opencc.OpenCC("t2s")
 
 
 def _bytes_to_unicode() -> dict[int, str]:
