@@ -26,6 +26,13 @@ The JSONL reader follows the official Track 1 evaluator (each line stripped,
 blank lines skipped, every other line one JSON object); the scorers read
 through it, with a BOM refused there (``bom="error"``) because the official
 evaluator would choke on one.
+
+Two stricter policies sit on top, not beside: :mod:`pyutils.scoring.io` (the
+evaluator's: a BOM or an empty file is an error, a write failure is
+OUTPUT_WRITE_ERROR) and :mod:`pyutils.datadir.io` (Kaldi's ``validate_data_dir``:
+a CR line end, an empty line or a repeated key is an error), which keeps its own
+line reader for that (``\r`` is a line break here, an error there). Audio is
+read by :mod:`pyutils.audio`.
 """
 
 from __future__ import annotations
