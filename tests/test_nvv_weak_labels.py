@@ -194,17 +194,34 @@ def _nonverbaltts(root: Path):
     return truth
 
 
+def _recipe_copy(tmp_path: Path) -> Path:
+    rdir = tmp_path / "egs" / "nvv_asr_en"
+    rdir.mkdir(parents=True)
+    for p in (ROOT / "egs" / "nvv_asr_en").iterdir():
+        if p.name in ("cmd.sh", "conf", "local", "path.sh", "run.sh", "utils"):
+            (rdir / p.name).symlink_to(p.resolve())
+    return rdir
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--detector_labels", "maybe"], "--detector_labels must be auto, times or transcript, got 'maybe'"),
+    (["--detector_labels", "transcript", "--detector", "yamnet"], "--detector_labels transcript fits the Whisper-frame"),
+])
+def test_bad_detector_labels_stop_with_one_message(tmp_path, args, text):
+    rdir = _recipe_copy(tmp_path)
+    (rdir / "db.sh").symlink_to((ROOT / "egs" / "nvv_asr_en" / "db.sh").resolve())
+    r = subprocess.run(["./run.sh", "--stop-stage", "0", *args], cwd=rdir, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr, r.stderr[-1000:]
+
+
 @pytest.mark.skipif(not WHISPER.is_dir(), reason="make -C tools (whisper-base)")
 def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
     from pyutils.io import sha256_file
 
     src = tmp_path / "NonverbalTTS"
     truth = _nonverbaltts(src)
-    rdir = tmp_path / "egs" / "nvv_asr_en"
-    rdir.mkdir(parents=True)
-    for p in (ROOT / "egs" / "nvv_asr_en").iterdir():
-        if p.name in ("cmd.sh", "conf", "local", "path.sh", "run.sh", "utils"):
-            (rdir / p.name).symlink_to(p.resolve())
+    rdir = _recipe_copy(tmp_path)
     # db.sh points at the corpus, as a user's would
     db = (ROOT / "egs" / "nvv_asr_en" / "db.sh").read_text()
     (rdir / "db.sh").write_text(db.replace("\nNONVERBALTTS=\n", f"\nNONVERBALTTS={src}\n"))

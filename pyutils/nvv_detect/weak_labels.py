@@ -231,7 +231,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
            min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print) -> dict:
     """Windows of every utterance of ``data_dir`` (``wav.scp`` + ``text``) -> ``out`` (see the
     module docstring); returns the report. Raises :class:`WeakLabelError` when no tag got a window."""
-    from pyutils.asr.longform import to_mono_16k
+    from pyutils.audio import to_mono_16k
     from pyutils.datadir.io import DataDirError, read_kv, read_wav_scp_entry
     from pyutils.io import atomic_write, write_jsonl
 
@@ -390,7 +390,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en", help="the transcripts' language (Whisper's tokenizer)")
     ap.add_argument("--max-utts", type=int, default=0, help="only the first N utterances (0: all)")
     ap.add_argument("--min-gap", type=float, default=MIN_GAP_S, help="widen shorter gaps to the neighbouring words (s)")
-    ap.add_argument("--no-placeholders", action="store_true", help="align the words alone (tags not in the forced text)")
+    ap.add_argument("--no-placeholders", action="store_true",
+                    help="align the words alone (the tags not in the forced text)")
     ap.add_argument("--model", default="base", help="Whisper weights (pyutils.whisper.weights; never downloaded)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
