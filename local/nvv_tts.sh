@@ -106,10 +106,10 @@ Examples:
   ./run.sh --preset ci                      # whole recipe in a few minutes
   ./run.sh --stage 6 --infer_jsonl track2_input.jsonl --infer_spk en_s00
   ./run.sh --tts_config conf/tuning/train_vits.yaml --ngpu 1 --tts_tag vits"
-. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
-
-check_options() {
+check_options() {   # (called by the prelude once the options are parsed)
   local bool
+  if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
+  [ "${tts_method}" != auto ] || case "${lang}" in en|zh) tts_method=cascade ;; *) tts_method=espnet ;; esac
   for bool in tts_warp tts_convert yamnet; do
     case "${!bool}" in true|false) ;; *) echo "$0: --${bool} '${!bool}' must be true or false" >&2; exit 2 ;; esac
   done
@@ -130,9 +130,8 @@ check_options() {
   [[ -z "${tts_voice}" || "${tts_voice}" =~ ^${lang}_s[0-9]+$ ]] \
     || { echo "$0: --tts_voice '${tts_voice}' must be a ${lang} bank voice id (${lang}_s00, ${lang}_s01, ...)" >&2; exit 2; }
 }
-if [ -z "${world_voicing}" ]; then world_voicing=0.5; [ "${lang}" = zh ] && world_voicing=0.3; fi
-[ "${tts_method}" != auto ] || case "${lang}" in en|zh) tts_method=cascade ;; *) tts_method=espnet ;; esac
-check_options
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
+
 _cascade=false; [ "${tts_method}" = espnet ] || _cascade=true
 case "${preset}" in   # preset defaults (options left empty)
   ci)      _cfg=conf/train_fastspeech_world_ci.yaml;      _nv=10; _nt=8 ;;
@@ -158,28 +157,13 @@ if ${_cascade} && [ -z "${tts_tag}" ]; then
 fi
 : "${tts_tag:=${lang}_${_cfg_name#train_}}" "${tts_exp:=${expdir}/tts_${tts_tag}}"
 ! ${_cascade} || : "${tts_voice:=${lang}_s00}"
-_feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
-_world=false   # a config with odim predicts WORLD vocoder features, read from the dump (stage 2; not the cascade)
-if grep -q "^odim:" "${tts_config}" && ! ${_cascade}; then _world=true; _feats=world; fi
 if grep -q "^odim:" "${tts_config}" && [ ! -f "${world_conf}" ]; then
   echo "$0: --world_conf ${world_conf} not found (needed by ${tts_config}: odim)" >&2; exit 2
 fi
-: "${tts_stats_dir:=${expdir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
-# duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
-# their front-end adds pause slots ('|' at the start and around tags) that take the silences
-_dur_model=false
-case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in fastspeech|fastspeech2) _dur_model=true ;; esac
-_fe_args=""; ! ${_dur_model} || _fe_args="--pauses --tag-parts ${tag_parts}"
-_align_dir=${expdir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
-_align=${_dur_model}; ! ${_cascade} || _align=false   # stage 3's forced alignment: duration models only
-token_list_dir=${dumpdir}/token_list/${lang}_${token_type}${_sfx}
-token_list=${token_list_dir}/tokens.txt
 python=python3; command -v python >/dev/null && python=python
 _all_sets="${train_set} ${valid_set} ${test_sets}"
 _dump_done() { echo "${dumpdir}/raw/$1/.dump.done"; }   # stage 2 marker of a set
 ! { ${use_sid} && ${use_spk_embed}; } || log "note: both --use_sid and --use_spk_embed are true; the model gets both"
-# Model/feature settings come from the config (fs must match the data: 16 kHz).
-_fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open(sys.argv[1])); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)" "${tts_config}")
 
 # ---------------------------------------------------------------- stage 0
 if in_stage 0 "corpus"; then
@@ -236,6 +220,23 @@ if in_stage 1 "data prep" && ! chain_done "${datadir}/${train_set}/.data.done" \
   chain_mark "${datadir}/${train_set}/.data.done" $(for s in ${_all_sets}; do echo "--dir ${datadir}/${s}"; done)
 fi
 stage_end
+
+# ---------------------------------------------------------------- the model's features (stages 2-7)
+_feats=$(sed -n 's/^feats_extract: *\([a-z_]*\).*/\1/p' "${tts_config}")
+_world=false   # a config with odim predicts WORLD vocoder features, read from the dump (stage 2; not the cascade)
+if grep -q "^odim:" "${tts_config}" && ! ${_cascade}; then _world=true; _feats=world; fi
+: "${tts_stats_dir:=${expdir}/tts_stats_${lang}_${token_type}_${_feats:-raw}${_sfx}}"
+# duration models (FastSpeech) learn from token durations of a forced alignment (stage 3);
+# their front-end adds pause slots ('|' at the start and around tags) that take the silences
+_dur_model=false
+case "$(sed -n 's/^tts: *\([a-z0-9_]*\).*/\1/p' "${tts_config}")" in fastspeech|fastspeech2) _dur_model=true ;; esac
+_fe_args=""; ! ${_dur_model} || _fe_args="--pauses --tag-parts ${tag_parts}"
+_align_dir=${expdir}/align_${lang}_${token_type}_${_feats:-raw}${_sfx}
+_align=${_dur_model}; ! ${_cascade} || _align=false   # stage 3's forced alignment: duration models only
+token_list_dir=${dumpdir}/token_list/${lang}_${token_type}${_sfx}
+token_list=${token_list_dir}/tokens.txt
+# Model/feature settings come from the config (fs must match the data: 16 kHz).
+_fs=$(${python} -c "import yaml,sys; c=yaml.safe_load(open(sys.argv[1])); print((c.get('feats_extract_conf') or {}).get('fs') or (c.get('tts_conf') or {}).get('sampling_rate') or 16000)" "${tts_config}")
 
 # ---------------------------------------------------------------- stage 2
 if in_stage 2 "format/dump"; then

@@ -82,12 +82,12 @@ speaker embedding. Examples:
   ./run.sh --corpus vlsp2025_vc               # VLSP 2025 VC data (VLSP2025_VC in db.sh)
   ./run.sh --stage 6 --pairs my_pairs.tsv     # convert your own pairs with trained models
   ./run.sh --task 1 --pretrained_asr /models/asr_vi --pretrained_spk /models/spk"
-. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
-_asr_pid=
-trap '[ -z "${_asr_pid}" ] || kill_tree "${_asr_pid}"' EXIT
-
-check_options() {
+check_options() {   # (called by the prelude once the options are parsed)
   local p
+  if [ -z "${vc_method}" ]; then
+    vc_method=cascade
+    [ "${task}" = 1 ] && [ -z "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ] && vc_method=knn
+  fi
   case "${wer_asr}" in judge|recipe) ;; *) echo "$0: --wer_asr must be judge or recipe" >&2; exit 2 ;; esac
   case "${task}" in 1|2) ;; *) echo "$0: --task must be 1 or 2" >&2; exit 2 ;; esac
   if [ "${task}" = 2 ] && [ -n "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ]; then
@@ -107,11 +107,10 @@ check_options() {
   esac
   [ -z "${pairs}" ] || [ -f "${pairs}" ] || { echo "$0: --pairs ${pairs} not found" >&2; exit 2; }
 }
-if [ -z "${vc_method}" ]; then
-  vc_method=cascade
-  [ "${task}" = 1 ] && [ -z "${pretrained_asr}${pretrained_tts}${pretrained_spk}" ] && vc_method=knn
-fi
-check_options
+. utils/stage_prelude.sh --parse "$@"   # options, path.sh/cmd.sh/db.sh, --preset, stages, lock, clock, failure line
+_asr_pid=
+trap '[ -z "${_asr_pid}" ] || kill_tree "${_asr_pid}"' EXIT
+
 : "${spk_config:=conf/train_spk_xvector_${preset}.yaml}"
 : "${asr_config:=conf/train_asr_vi_${preset}.yaml}"
 : "${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}"

@@ -204,5 +204,5 @@ def test_run_sh_defaults_to_the_cascade_for_en_and_zh_only():
     text = (ROOT / "egs" / "nvv_tts" / "run.sh").read_text()
     assert "tts_method=auto" in text and '--tts_method "${tts_method}"' in text
     script = (ROOT / "local" / "nvv_tts.sh").read_text()
-    assert "auto) tts_method=espnet; case \"${lang}\" in en|zh) tts_method=cascade" in script
+    assert '[ "${tts_method}" != auto ] || case "${lang}" in en|zh) tts_method=cascade ;; *) tts_method=espnet ;; esac' in script
     assert "\ntts_method=espnet " in script    # callers of local/nvv_tts.sh (vivc, forks) keep espnet
