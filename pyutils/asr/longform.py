@@ -47,7 +47,6 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from pyutils.audio import to_mono_16k  # noqa: F401 - still imported from here by nvv_detect.weak_labels / .whisper_label_scores
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
 SR = 16000
