@@ -101,3 +101,28 @@ def test_asr_dump_of_unreadable_training_audio(tmp_path):
              "--datadir", tmp_path / "data", "--dumpdir", tmp_path / "dump", "--expdir", tmp_path / "exp")
     _, log = _failure_lines(r, 2, "nvv_asr.sh", "pyutils.asr.dump_audio", "dump.1.log")
     assert "missing.wav" in log.read_text()
+
+
+def test_a_bad_option_is_refused_by_name_while_another_run_holds_the_exp_dir(tmp_path):
+    """check_options runs before the lock: the answer is the option's error (exit 2), not
+    "another run is going" (exit 1), and the running run's stage_times.tsv is left alone."""
+    import fcntl
+    import os
+
+    d = recipe_copy(tmp_path, "sqa")
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    times = exp / "stage_times.tsv"
+    times.write_text("stage\twall_s\tcpu_s\tload\n0 corpus\t5\t3\t1 1 1\n")
+    lock = exp / ".run.lock"
+    with open(lock, "w") as f:
+        f.write(f"owner {os.getpid()} 0 a test holding the exp dir\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = subprocess.run(["./run.sh", "--expdir", str(exp), "--region_tune", "joint"], cwd=d,
+                           capture_output=True, text=True, timeout=60)
+        busy = subprocess.run(["./run.sh", "--expdir", str(exp), "--stage", "8"], cwd=d,
+                              capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--region_tune 'joint'" in r.stderr, r.stderr
+    assert busy.returncode == 1, busy.stderr                 # a good command line meets the lock
+    assert times.read_text().endswith("0 corpus\t5\t3\t1 1 1\n")
