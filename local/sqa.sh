@@ -13,7 +13,7 @@
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
 #   5 train       multi-task conv+TCN model (+ utterance embeddings); post-processing tuned on dev
 #   6 infer       test sets -> frame probabilities + hyp.jsonl
-#   7 score       chorus-score sqa, RESULTS.md (+ per-kind breakdown on simulated splits), plots
+#   7 score       chorus-score sqa, RESULTS.md (+ report_details.md: per-kind breakdown on simulated splits), plots
 #   8 package     submission/sqa_<set>.jsonl (validated with the scorer's rules)
 set -euo pipefail
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pyutils.sqa import breakdown
-from pyutils.sqa.report import build
+from pyutils.sqa.report import build, main as report_main
 
 
 def _jsonl(path, rows):
@@ -121,9 +121,36 @@ def test_report_adds_the_table_only_for_splits_that_know_their_kinds(tmp_path):
         (data / s).mkdir(parents=True)
         (data / s / "ref.jsonl").write_text(open(ref).read())
     (data / "test" / "faults.jsonl").write_text(open(kinds).read())
-    text = build(str(model), ["test", "test_plain"], None, "ci", data_dir=str(data))
-    assert text.count("Per fault kind (3 recordings") == 1
-    assert text.index("Per fault kind") < text.index("## test_plain")
-    assert "Per fault kind" not in build(str(model), ["test"], None, "ci")          # no data dir, no table
+    text, details = build(str(model), ["test", "test_plain"], None, "ci", data_dir=str(data),
+                          details_path="exp/x/report_details.md")
+    # the tables go to the details file, under the split's heading; RESULTS.md names that file in the split's section
+    assert "Per fault kind (" not in text and "| distortion | warble |" not in text
+    assert details.count("Per fault kind (3 recordings") == 1 and "| distortion | warble | 1 | 1.00 | 0.50 |" in details
+    assert details.index("## test\n") < details.index("Per fault kind") and "## test_plain" not in details
+    pointer = "score by the number of faults: `exp/x/report_details.md`, section test."
+    assert text.count(pointer) == 1 and text.index("## test\n") < text.index(pointer) < text.index("## test_plain")
+    text, details = build(str(model), ["test"], None, "ci")                    # no data dir, no table
+    assert "report_details" not in text and "Per fault kind" not in details and "no per-kind tables" in details
     (data / "test" / "faults.jsonl").write_text("{broken\n")
-    assert "Per-kind breakdown skipped:" in build(str(model), ["test"], None, "ci", data_dir=str(data))
+    text, details = build(str(model), ["test"], None, "ci", data_dir=str(data))
+    assert "Per-kind breakdown skipped:" in text and "report_details" not in text and "## test" not in details
+
+
+def test_report_cli_writes_both_files_and_results_names_the_details(tmp_path):
+    kinds, ref, hyp = _example(tmp_path)
+    model, data = tmp_path / "exp", tmp_path / "data"
+    (model / "infer_test").mkdir(parents=True)
+    (model / "infer_test" / "hyp.jsonl").write_text(open(hyp).read())
+    (model / "infer_test" / "score.json").write_text(json.dumps({
+        "Final": 0.5, "num_recordings": 3, "PCC": 0.5, "F1_macro": 0.5, "IoU_macro": 0.5,
+        "per_fault": {f: {"F1": 0.5, "IoU": 0.5, "counts": {"tp": 1, "fp": 0, "fn": 0}}
+                      for f in ("noise", "distortion", "pause")}}))
+    (data / "test").mkdir(parents=True)
+    (data / "test" / "ref.jsonl").write_text(open(ref).read())
+    (data / "test" / "faults.jsonl").write_text(open(kinds).read())
+    out = model / "RESULTS.md"
+    assert report_main(["--model-dir", str(model), "--test-sets", "test", "--preset", "ci",
+                        "--data-dir", str(data), "--out", str(out)]) == 0
+    details = model / "report_details.md"
+    assert f"`{details}`, section test." in out.read_text()
+    assert "| noise | pink | 1 | 0.00 | 0.00 |" in details.read_text()

@@ -5,9 +5,12 @@
 
 Each test set gets a section with a line ``Final: <value>`` (the model's
 score, read by scripts), the per-fault F1/IoU table and the baselines scored
-with the same ``chorus-score sqa`` on the same split; with ``--data-dir`` and a
-simulated split (``<data-dir>/<set>/faults.jsonl``, the kind of every fault) also
-the per-kind breakdown of :mod:`pyutils.sqa.breakdown`.
+with the same ``chorus-score sqa`` on the same split.  With ``--data-dir`` and a
+simulated split (``<data-dir>/<set>/faults.jsonl``, the kind of every fault) the
+per-kind breakdown of :mod:`pyutils.sqa.breakdown` (found / covered per kind, false
+alarms, score error by the number of faults, false alarms per speaker) goes to a
+second file, ``--details-out`` (default: ``report_details.md`` beside ``--out``),
+which the set's section names: RESULTS.md stays a short headline report.
 """
 
 from __future__ import annotations
@@ -66,15 +69,19 @@ def _encoder_name(model_dir) -> str:
     return {"gru": "conv + BiGRU", "tcn": "conv + TCN"}.get(enc, enc)
 
 
-def _breakdown_lines(data_dir, model_dir, s) -> list:
-    """The per-kind table of test set ``s`` when the data dir knows each fault's kind."""
+DETAILS_NAME = "report_details.md"
+
+
+def _breakdown_lines(data_dir, model_dir, s) -> tuple:
+    """``(tables, note)``: the per-kind tables of test set ``s`` when the data dir knows each fault's kind,
+    or the report line saying why they were skipped (both [] for a split without kinds)."""
     if not data_dir:
-        return []
+        return [], []
     kinds = os.path.join(data_dir, s, "faults.jsonl")
     hyp = os.path.join(model_dir, f"infer_{s}", "hyp.jsonl")
     ref = os.path.join(data_dir, s, "ref.jsonl")
     if not all(os.path.exists(p) for p in (kinds, hyp, ref)):
-        return []
+        return [], []
     from pyutils.scoring.errors import ScoringError
     from pyutils.sqa import breakdown
 
@@ -83,13 +90,26 @@ def _breakdown_lines(data_dir, model_dir, s) -> list:
         b = breakdown.breakdown(breakdown.load_kinds(kinds), breakdown.load_rows(ref), breakdown.load_rows(hyp),
                                 breakdown.load_utt2spk(spk) if os.path.exists(spk) else None)
     except (OSError, ValueError, ScoringError) as exc:   # a diagnostic table never fails the report
-        return [f"Per-kind breakdown skipped: {exc}", ""]
-    return breakdown.markdown(b) + [""]
+        return [], [f"Per-kind breakdown skipped: {exc}", ""]
+    return breakdown.markdown(b) + [""], []
 
 
 def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=None, stage_times=None,
-          data_dir=None) -> str:
-    lines = [f"# SQA results ({os.path.basename(os.path.normpath(model_dir))}, preset {preset})", ""]
+          data_dir=None, details_path=None) -> tuple:
+    """``(results, details)``: the text of RESULTS.md and of the details file it names.
+
+    ``details_path`` is how RESULTS.md names the details file (default
+    ``<model_dir>/report_details.md``); the per-kind tables of every test set go there
+    and the set's section in RESULTS.md gets one line pointing at them instead.
+    """
+    details_path = details_path or os.path.join(model_dir, DETAILS_NAME)
+    title = f"{os.path.basename(os.path.normpath(model_dir))}, preset {preset}"
+    lines = [f"# SQA results ({title})", ""]
+    details = [f"# SQA results, details ({title})", "",
+               "Per test set that knows the kind of each simulated fault (`<data-dir>/<set>/faults.jsonl`): "
+               "the per-kind tables of `pyutils.sqa.breakdown`; the scores are in the RESULTS.md of the same run.",
+               ""]
+    n_header = len(details)
     lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
                  f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
                  "(`chorus-score sqa`, 20 ms grid).")
@@ -151,7 +171,12 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
         counts = ", ".join(f"{f} TP/FP/FN {r['per_fault'][f]['counts']['tp']}/{r['per_fault'][f]['counts']['fp']}/"
                            f"{r['per_fault'][f]['counts']['fn']}" for f in FAULTS)
         lines += ["", f"Model presence counts: {counts}.", ""]
-        lines += _breakdown_lines(data_dir, model_dir, s)
+        tables, note = _breakdown_lines(data_dir, model_dir, s)
+        lines += note
+        if tables:                     # to the details file; RESULTS.md names it
+            details += [f"## {s}", ""] + tables
+            lines += [f"Per fault kind, false alarms and score by the number of faults: `{details_path}`, "
+                      f"section {s}.", ""]
         plots = os.path.join(model_dir, f"plots_{s}")
         if os.path.isdir(plots):
             lines += [f"Plots: `{plots}/` (spectrogram with reference vs predicted fault bands per "
@@ -171,7 +196,9 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                      "- noise / distortion class per detected region: off (no threshold did better on dev)")
         lines.append("")
     lines += stage_times_markdown(stage_times)
-    return "\n".join(lines) + "\n"
+    if len(details) == n_header:
+        details += ["No test set of this run knows its fault kinds: no per-kind tables.", ""]
+    return "\n".join(lines) + "\n", "\n".join(details).rstrip("\n") + "\n"
 
 
 def main(argv=None) -> int:
@@ -185,11 +212,16 @@ def main(argv=None) -> int:
     p.add_argument("--load", help="load average to note (shared machines)")
     p.add_argument("--stage-times", help="stage_times.tsv of the recipe (wall and CPU seconds per stage)")
     p.add_argument("--data-dir", help="data dir of the recipe: <dir>/<set>/faults.jsonl (simulated splits) "
-                                      "adds the per-kind breakdown")
+                                      "adds the per-kind breakdown (to --details-out)")
     p.add_argument("--out", required=True)
+    p.add_argument("--details-out", help=f"the per-kind tables (default: {DETAILS_NAME} beside --out); "
+                                          "RESULTS.md names this path as given")
     a = p.parse_args(argv)
-    write_text_atomic(a.out, build(a.model_dir, a.test_sets.split(), a.baseline_dir, a.preset,
-                                   a.wall_seconds, a.load, a.stage_times, a.data_dir))
+    details_out = a.details_out or os.path.join(os.path.dirname(a.out), DETAILS_NAME)
+    results, details = build(a.model_dir, a.test_sets.split(), a.baseline_dir, a.preset, a.wall_seconds, a.load,
+                             a.stage_times, a.data_dir, details_path=details_out)
+    write_text_atomic(details_out, details)      # first: RESULTS.md never names a details file not written
+    write_text_atomic(a.out, results)
     return 0
 
 
