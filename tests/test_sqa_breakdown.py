@@ -108,16 +108,18 @@ def test_bad_kind_rows_name_the_file_and_line(tmp_path, row, msg):
     assert f"{path}:2" in str(err.value)
 
 
+_SCORE = json.dumps({"Final": 0.5, "num_recordings": 3, "PCC": 0.5, "F1_macro": 0.5, "IoU_macro": 0.5,
+                     "per_fault": {f: {"F1": 0.5, "IoU": 0.5, "counts": {"tp": 1, "fp": 0, "fn": 0}}
+                                   for f in ("noise", "distortion", "pause")}})
+
+
 def test_report_adds_the_table_only_for_splits_that_know_their_kinds(tmp_path):
     kinds, ref, hyp = _example(tmp_path)
     model, data = tmp_path / "exp", tmp_path / "data"
     for s in ("test", "test_plain"):
         (model / f"infer_{s}").mkdir(parents=True)
         (model / f"infer_{s}" / "hyp.jsonl").write_text(open(hyp).read())
-        (model / f"infer_{s}" / "score.json").write_text(json.dumps({
-            "Final": 0.5, "num_recordings": 3, "PCC": 0.5, "F1_macro": 0.5, "IoU_macro": 0.5,
-            "per_fault": {f: {"F1": 0.5, "IoU": 0.5, "counts": {"tp": 1, "fp": 0, "fn": 0}}
-                          for f in ("noise", "distortion", "pause")}}))
+        (model / f"infer_{s}" / "score.json").write_text(_SCORE)
         (data / s).mkdir(parents=True)
         (data / s / "ref.jsonl").write_text(open(ref).read())
     (data / "test" / "faults.jsonl").write_text(open(kinds).read())
@@ -141,10 +143,7 @@ def test_report_cli_writes_both_files_and_results_names_the_details(tmp_path):
     model, data = tmp_path / "exp", tmp_path / "data"
     (model / "infer_test").mkdir(parents=True)
     (model / "infer_test" / "hyp.jsonl").write_text(open(hyp).read())
-    (model / "infer_test" / "score.json").write_text(json.dumps({
-        "Final": 0.5, "num_recordings": 3, "PCC": 0.5, "F1_macro": 0.5, "IoU_macro": 0.5,
-        "per_fault": {f: {"F1": 0.5, "IoU": 0.5, "counts": {"tp": 1, "fp": 0, "fn": 0}}
-                      for f in ("noise", "distortion", "pause")}}))
+    (model / "infer_test" / "score.json").write_text(_SCORE)
     (data / "test").mkdir(parents=True)
     (data / "test" / "ref.jsonl").write_text(open(ref).read())
     (data / "test" / "faults.jsonl").write_text(open(kinds).read())
