@@ -33,9 +33,8 @@ _po_print_help() {
   local _po_line _po_name _po_comment _po_printed=false
   # Top-level NAME=VALUE lines before the line that sources this file.
   while IFS= read -r _po_line; do
-    case "${_po_line}" in
-      *parse_options.sh*|*stage_prelude.sh*) break ;;
-    esac
+    # (the line that sources this file or the prelude; a comment naming them is no end)
+    [[ "${_po_line}" =~ ^[[:space:]]*(\.|source)[[:space:]].*(parse_options|stage_prelude)\.sh ]] && break
     if [[ "${_po_line}" =~ ^([A-Za-z_][A-Za-z0-9_]*)= ]]; then
       _po_name="${BASH_REMATCH[1]}"
       [ "${_po_name}" = help_message ] && continue
