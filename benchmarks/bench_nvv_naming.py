@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--test", action="append", required=True, help="labelled data dir(s) to score")
     ap.add_argument("--train", action="append", default=[], help="labelled data dir(s) to fit a namer on")
     ap.add_argument("--work", type=Path, default=Path("bench_out/nvv_naming"))
-    ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--l2", type=float, default=0.03)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     tags = challenge_tags()

@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag)")
     f.add_argument("--data", type=Path, action="append", required=True)
     f.add_argument("--out", type=Path, required=True)
-    f.add_argument("--l2", type=float, default=1.0)
+    f.add_argument("--l2", type=float, default=0.03)
     f.add_argument("--embed", action="store_true", help="also the mean YAMNet embedding of the clip")
     f.add_argument("--min-prob", type=float, default=MIN_PROB)
     f.add_argument("--a-h", type=float, default=A_H)
