@@ -4,7 +4,7 @@
 # Generic stage script, called from egs/<recipe>/run.sh (ESPnet TEMPLATE style).
 #
 # Stages:
-#   0 corpus      offline mini corpus (chorus-synth sqa) unless db.sh sets QUALISPEECH
+#   0 corpus      offline mini corpus (chorus-synth sqa), or --corpus qualispeech (QUALISPEECH in db.sh)
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl[,faults.jsonl: kind of each simulated fault]}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
 #                 with --utt_embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
