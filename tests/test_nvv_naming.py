@@ -138,3 +138,16 @@ def test_whisper_label_scores_are_finite_log_probabilities():
     assert s.shape == (2, 3) and np.isfinite(s).all() and (s < 0).all()
     with pytest.raises(ValueError, match="no Whisper label forms"):
         WhisperLabelScorer(["laugh", "not a tag"])
+
+
+def test_close_events_are_merged_into_one_span_before_naming():
+    from pyutils.nvv_detect.naming import merge_close
+
+    ev = [{"utt_id": "u", "tag": "gasp", "start": 1.0, "end": 1.2, "score": 0.5},
+          {"utt_id": "u", "tag": "cough", "start": 1.4, "end": 2.0, "score": 0.9, "probs": {"cough": 0.8}},
+          {"utt_id": "u", "tag": "laugh", "start": 3.0, "end": 3.5, "score": 0.7}]
+    m = merge_close(ev, 0.3)
+    assert [(e["tag"], e["start"], e["end"], e["score"]) for e in m] == [("cough", 1.0, 2.0, 0.9),
+                                                                          ("laugh", 3.0, 3.5, 0.7)]
+    assert m[0]["probs"] == {"cough": 0.8} and "_parts" not in m[0]
+    assert len(merge_close(ev, 0.1)) == 3

@@ -42,6 +42,8 @@ from pyutils.nvv_detect.whisper_label_scores import crop, softmax
 KIND = "nvv_namer"
 #: zero-shot defaults: Whisper's weight, the heads' weight, the abstention threshold
 A_W, A_H, MIN_PROB = 0.3, 0.3, 0.0
+#: detected events closer than this (s) are one sound, named once (:func:`merge_close`)
+MERGE_GAP_S = 0.3
 EMBED_DIM = 1024
 
 #: challenge tag -> the AudioSet classes that name it (YAMNet's display names)
@@ -186,11 +188,35 @@ def heads_matrix(events: Sequence[dict], tags: Sequence[str]) -> Optional[np.nda
     return out
 
 
-def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: List[dict]) -> List[dict]:
-    """The events of one utterance, renamed (``tag``; ``detected_as`` keeps the detector's tag,
-    ``name_p`` the fused probability); those below ``min_prob`` dropped."""
+def merge_close(events: List[dict], gap_s: float = MERGE_GAP_S) -> List[dict]:
+    """Events of one utterance whose gap is at most ``gap_s`` become one span, whatever their tags
+    (the heads cut one real sound into runs of different tags: it is named once); the merged
+    event keeps the tag and ``probs`` of its longest part, its ``score`` the maximum."""
+    out: List[dict] = []
+    for e in sorted(events, key=lambda r: float(r["start"])):
+        if out and float(e["start"]) - float(out[-1]["end"]) <= gap_s:
+            last = out[-1]
+            longest = max(last["_parts"], key=lambda r: float(r["end"]) - float(r["start"]))
+            if float(e["end"]) - float(e["start"]) > float(longest["end"]) - float(longest["start"]):
+                longest = e
+            merged = {**longest, "start": last["start"], "end": max(float(last["end"]), float(e["end"])),
+                      "score": max(float(last.get("score", 1.0)), float(e.get("score", 1.0))),
+                      "_parts": last["_parts"] + [e]}
+            out[-1] = merged
+        else:
+            out.append({**e, "_parts": [e]})
+    return [{k: v for k, v in r.items() if k != "_parts"} for r in out]
+
+
+def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: List[dict],
+                merge_gap_s: float = MERGE_GAP_S) -> List[dict]:
+    """The events of one utterance, close ones merged (:func:`merge_close`), renamed (``tag``;
+    ``detected_as`` keeps the detector's tag, ``name_p`` the fused probability); those below
+    ``min_prob`` dropped."""
     if not events:
         return []
+    if merge_gap_s >= 0:
+        events = merge_close(events, merge_gap_s)
     crops = [crop(audio, float(e["start"]), float(e["end"])) for e in events]
     p = namer.probs(evidence.features(crops), heads_matrix(events, namer.tags))
     out = []
@@ -250,6 +276,8 @@ def main(argv=None) -> int:
     n.add_argument("--a-w", type=float, default=A_W, help="zero-shot: weight of Whisper's label scores")
     n.add_argument("--a-h", type=float, help=f"weight of the detector heads' posteriors (default {A_H})")
     n.add_argument("--no-whisper", action="store_true", help="YAMNet (and the heads) only")
+    n.add_argument("--merge-gap", type=float, default=MERGE_GAP_S,
+                   help="merge detected events this close (s) into one before naming (negative: never)")
     n.add_argument("--threads", type=int, default=1)
     f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag)")
     f.add_argument("--data", type=Path, action="append", required=True)
@@ -296,7 +324,7 @@ def main(argv=None) -> int:
         wanted = {u: e for u, e in read_kv(a.wav_scp).items() if u in events}
         out, n_in = [], sum(len(v) for v in events.values())
         for utt, x in readable_audio(wanted, log):
-            out.extend(name_events(namer, evidence, x, events[utt]))
+            out.extend(name_events(namer, evidence, x, events[utt], a.merge_gap))
         write_events(out, a.out)
         renamed = sum(r["tag"] != r["detected_as"] for r in out)
         print(f"naming: {n_in} events -> {len(out)} named ({renamed} renamed, {n_in - len(out)} dropped) -> {a.out}")
