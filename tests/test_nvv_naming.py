@@ -136,6 +136,19 @@ def test_whisper_label_scores_are_finite_log_probabilities():
     s = sc.scores([0.05 * rng.standard_normal(16000).astype(np.float32),
                    0.05 * rng.standard_normal(24000).astype(np.float32)])
     assert s.shape == (2, 3) and np.isfinite(s).all() and (s < 0).all()
+    # the tree pass gives each form's plain teacher-forced log-likelihood
+    import torch
+
+    x = 0.05 * rng.standard_normal(16000).astype(np.float32)
+    feats = sc._encode([x])
+    tree = sc._form_logprobs(feats)[0]
+    for i in (0, len(sc.forms) - 1):
+        seq = torch.tensor([sc.prefix + sc.forms[i]])
+        with torch.inference_mode():
+            logp = torch.log_softmax(sc.model.decoder(seq[:, :-1], feats), dim=-1)[0]
+        p = len(sc.prefix)
+        plain = sum(float(logp[p - 1 + j, t]) for j, t in enumerate(sc.forms[i]))
+        assert tree[i] == pytest.approx(plain, abs=1e-3)
     with pytest.raises(ValueError, match="no Whisper label forms"):
         WhisperLabelScorer(["laugh", "not a tag"])
 

@@ -126,49 +126,65 @@ class WhisperLabelScorer:
                 h = block(h)
             return enc.ln_post(h)
 
+    def _trie(self):
+        """The forms' token contexts as one tree: node ``i`` is a token whose ancestors are its
+        context (the prefix, then the label's earlier tokens); ``ctx[y_<j]`` is the node whose
+        output predicts ``y_j``. Each distinct context is computed once (tree attention)."""
+        tokens, parent = list(self.prefix), list(range(-1, len(self.prefix) - 1))
+        ctx: Dict[tuple, int] = {(): len(self.prefix) - 1}
+        for f in self.forms:
+            for j in range(len(f) - 1):
+                key = tuple(f[:j + 1])
+                if key not in ctx:
+                    tokens.append(f[j])
+                    parent.append(ctx[tuple(f[:j])])
+                    ctx[key] = len(tokens) - 1
+        n = len(tokens)
+        allowed = np.zeros((n, n), dtype=bool)
+        depth = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            j = i
+            while j >= 0:
+                allowed[i, j] = True
+                j = parent[j]
+            depth[i] = allowed[i].sum() - 1
+        return tokens, depth, allowed, ctx
+
     def _form_logprobs(self, feats) -> np.ndarray:
         """(B, F) ``log P(y_f | x_b)`` for every crop ``b`` and surface form ``f``.
 
-        The vocabulary projection (51865 x 512 per position) is the cost: the forms share their
-        first tokens (" (" ...), so each distinct token context is projected once per crop."""
+        The forms share the prefix and their first tokens (" (" ...): the decoder runs once over
+        the tree of distinct contexts (:meth:`_trie`; self-attention restricted to each node's
+        ancestors, positions = depths), which gives the same values as one pass per form."""
         import torch
+        import torch.nn.functional as F
 
+        if not hasattr(self, "_tree"):
+            self._tree = self._trie()
+        tokens, depth, allowed, ctx = self._tree
         dec = self.model.decoder
-        n_f, p = len(self.forms), len(self.prefix)
-        longest = max(len(f) for f in self.forms)
-        toks = torch.zeros((n_f, p + longest - 1), dtype=torch.long)
-        for i, f in enumerate(self.forms):
-            seq = self.prefix + f[:-1]
-            toks[i, :len(seq)] = torch.tensor(seq)
-        # context (prefix + y_<i) -> row; every (form, i) reads the row of its context
-        ctx_row: Dict[tuple, int] = {}
-        where: List[tuple] = []
-        for i, f in enumerate(self.forms):
-            for j in range(len(f)):
-                key = tuple(f[:j])
-                if key not in ctx_row:
-                    ctx_row[key] = len(ctx_row)
-                    where.append((i, p - 1 + j))
-        rows = torch.tensor([w[0] for w in where])
-        cols = torch.tensor([w[1] for w in where])
-        out = np.zeros((feats.shape[0], n_f))
+        toks = torch.tensor(tokens)[None]
+        mask = torch.from_numpy(allowed)
+
+        def attend(att, q, k, v, m):
+            b, n, d = q.shape
+            split = lambda t: t.view(t.shape[0], t.shape[1], att.n_head, -1).transpose(1, 2)  # noqa: E731
+            o = F.scaled_dot_product_attention(split(q), split(k), split(v), attn_mask=m)
+            return att.out(o.transpose(1, 2).reshape(b, n, d))
+
         with torch.inference_mode():
-            for b in range(feats.shape[0]):
-                x = dec.token_embedding(toks) + dec.positional_embedding[: toks.shape[1]]
-                xa = feats[b:b + 1]
-                # cross-attention keys/values once per crop, shared by the forms (whisper's kv_cache)
-                cache = {}
-                for block in dec.blocks:
-                    att = block.cross_attn
-                    cache[att.key] = att.key(xa).expand(n_f, -1, -1)
-                    cache[att.value] = att.value(xa).expand(n_f, -1, -1)
-                xa = xa.expand(n_f, -1, -1)
-                for block in dec.blocks:
-                    x = block(x, xa, mask=dec.mask, kv_cache=cache)
-                h = dec.ln(x)[rows, cols]                                   # (C, d) distinct contexts
-                logp = torch.log_softmax(h @ dec.token_embedding.weight.T, dim=-1).numpy()
-                for i, f in enumerate(self.forms):
-                    out[b, i] = sum(logp[ctx_row[tuple(f[:j])], f[j]] for j in range(len(f)))
+            x = (dec.token_embedding(toks) + dec.positional_embedding[torch.from_numpy(depth)]).expand(
+                feats.shape[0], -1, -1)
+            for block in dec.blocks:
+                a, h = block.attn, block.attn_ln(x)
+                x = x + attend(a, a.query(h), a.key(h), a.value(h), mask)
+                c, h = block.cross_attn, block.cross_attn_ln(x)
+                x = x + attend(c, c.query(h), c.key(feats), c.value(feats), None)
+                x = x + block.mlp(block.mlp_ln(x))
+            logp = torch.log_softmax(dec.ln(x) @ dec.token_embedding.weight.T, dim=-1).numpy()
+        out = np.zeros((feats.shape[0], len(self.forms)))
+        for i, f in enumerate(self.forms):
+            out[:, i] = sum(logp[:, ctx[tuple(f[:j])], f[j]] for j in range(len(f)))
         return out
 
     def _tag_scores(self, form_lp: np.ndarray) -> np.ndarray:
