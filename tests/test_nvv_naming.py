@@ -164,3 +164,28 @@ def test_close_events_are_merged_into_one_span_before_naming():
                                                                           ("laugh", 3.0, 3.5, 0.7)]
     assert m[0]["probs"] == {"cough": 0.8} and "_parts" not in m[0]
     assert len(merge_close(ev, 0.1)) == 3
+
+
+def test_fit_cli_writes_a_namer_that_names_events(tmp_path):
+    pytest.importorskip("whisper")
+    from pyutils.audio_tagger import TaggerError, default_dir
+    from pyutils.whisper.weights import WhisperWeightsError, resolve
+
+    try:
+        resolve("base")
+        if not default_dir().is_dir():
+            raise TaggerError("no YAMNet")
+    except (WhisperWeightsError, TaggerError):
+        pytest.skip("Whisper base / YAMNet not installed (make -C tools)")
+    d = _labelled_dir(tmp_path, [("a1", "[laugh]"), ("a2", "[cough]"), ("a3", "[laugh]"), ("a4", "[cough]")])
+    out = tmp_path / "namer.npz"
+    assert main(["fit", "--data", str(d), "--out", str(out), "--embed"]) == 0
+    namer = Namer.load(out)
+    assert namer.fitted and namer.embed and len(namer.tags) == 16
+    ev = tmp_path / "ev.jsonl"
+    ev.write_text(json.dumps({"utt_id": "a1", "tag": "gasp", "start": 0.2, "end": 0.6, "score": 0.9}) + "\n")
+    named = tmp_path / "named.jsonl"
+    assert main(["name", "--wav-scp", str(d / "wav.scp"), "--events", str(ev), "--out", str(named),
+                 "--model", str(out)]) == 0
+    rows = [json.loads(x) for x in named.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["detected_as"] == "gasp" and rows[0]["tag"] in ("laugh", "cough")
