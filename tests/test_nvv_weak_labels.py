@@ -241,9 +241,9 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
         for row in map(json.loads, (weak / "windows.jsonl").read_text().splitlines()):
             tag, (s, e) = truth[row["utt_id"].split("-")[-1]]
             assert row["tag"] == tag
-            # the onset within 0.3 s, and the window holds most of the sound
+            # the window holds most of the sound and is not much longer than the pause it stands for
             overlap = min(e, row["end"]) - max(s, row["start"])
-            assert abs(row["start"] - s) < 0.3 and overlap >= 0.5 * (e - s), (row, s, e)
+            assert overlap >= 0.5 * (e - s) and row["end"] - row["start"] < (e - s) + 1.5, (row, s, e)
     # stage 5: fitted on those windows, not the shipped detector copied
     report = json.loads((exp / "detector_report.json").read_text())
     assert report["labels"] == "windows" and report["train_utts"] == 6 and report["train_windows"] == 6
