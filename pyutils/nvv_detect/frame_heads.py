@@ -165,11 +165,13 @@ class FrameDetector:
         return p.numpy().astype(np.float64)
 
     def events_of(self, utt: str, x: np.ndarray, thresholds: Optional[np.ndarray] = None) -> List[dict]:
+        """Events of one utterance, each with the heads' mean posteriors (``probs``)."""
         from pyutils.nvv_detect.events import frame_runs_to_events
 
         p = self.probs(x)[:, 1:]
         return frame_runs_to_events(utt, np.arange(len(p)) * self.frame_s, p, self.tags,
-                                    self.thresholds if thresholds is None else thresholds, self.frame_s)
+                                    self.thresholds if thresholds is None else thresholds, self.frame_s,
+                                    with_probs=True)
 
 
 class FrameFeatures:
