@@ -189,3 +189,13 @@ def test_fit_cli_writes_a_namer_that_names_events(tmp_path):
                  "--model", str(out)]) == 0
     rows = [json.loads(x) for x in named.read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["detected_as"] == "gasp" and rows[0]["tag"] in ("laugh", "cough")
+
+
+def test_zero_shot_namer_leaves_unrecognised_sounds_to_the_heads():
+    namer = Namer(TAGS, known_min=0.3)
+    ev = {"log_y": np.log([[0.9, 0.05, 0.05], [0.1, 0.2, 0.25]]), "w": None, "emb": None}
+    heads = np.array([[0.1, 0.1, 0.8], [0.1, 0.1, 0.8]])
+    p = namer.probs(ev, heads)
+    assert p[0].argmax() == 0                    # YAMNet recognises a laugh: it names the event
+    assert np.allclose(p[1], [0.1, 0.1, 0.8])    # no class reaches 0.3: the heads' distribution stays
+    assert Namer(TAGS, known_min=0.0).probs(ev, heads)[1].argmax() == 2   # YAMNet alone: sigh 0.25
