@@ -20,7 +20,7 @@ class FixedEvidence:
     def __init__(self, log_y, w):
         self.log_y, self.w = np.asarray(log_y, float), (None if w is None else np.asarray(w, float))
 
-    def features(self, crops):
+    def features(self, crops, known_min=0.0):
         n = len(crops)
         return {"log_y": self.log_y[:n], "w": None if self.w is None else self.w[:n], "emb": None}
 

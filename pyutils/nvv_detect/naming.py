@@ -119,9 +119,17 @@ class Evidence:
         w = np.concatenate([self.whisper.scores(crops[i:i + 8]) for i in range(0, len(crops), 8)])
         return w - _lse(w)
 
-    def features(self, crops: Sequence[np.ndarray]) -> Dict[str, Optional[np.ndarray]]:
+    def features(self, crops: Sequence[np.ndarray], known_min: float = 0.0) -> Dict[str, Optional[np.ndarray]]:
+        """The evidence of each crop; Whisper runs only on the crops where YAMNet reaches
+        ``known_min`` (the others' ``w`` rows are 0: the zero-shot namer does not read them)."""
         y, emb = self.yamnet(crops)
-        return {"log_y": np.log(y), "w": self.whisper_scores(crops), "emb": emb}
+        w = None
+        if self.whisper is not None:
+            rows = np.flatnonzero(y.max(axis=1) >= known_min) if len(crops) else np.zeros(0, dtype=int)
+            w = np.zeros((len(crops), len(self.tags)))
+            if len(rows):
+                w[rows] = self.whisper_scores([crops[i] for i in rows])
+        return {"log_y": np.log(y), "w": w, "emb": emb}
 
 
 class Namer:
@@ -232,7 +240,9 @@ def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: Lis
     if merge_gap_s >= 0:
         events = merge_close(events, merge_gap_s)
     crops = [crop(audio, float(e["start"]), float(e["end"])) for e in events]
-    p = namer.probs(evidence.features(crops), heads_matrix(events, namer.tags))
+    heads = heads_matrix(events, namer.tags)
+    gate = namer.known_min if (heads is not None and not namer.fitted) else 0.0
+    p = namer.probs(evidence.features(crops, gate), heads)
     out = []
     for e, row in zip(events, p):
         k = int(row.argmax())
@@ -344,7 +354,8 @@ def main(argv=None) -> int:
             out.extend(name_events(namer, evidence, x, events[utt], a.merge_gap))
         write_events(out, a.out)
         renamed = sum(r["tag"] != r["detected_as"] for r in out)
-        print(f"naming: {n_in} events -> {len(out)} named ({renamed} renamed, {n_in - len(out)} dropped) -> {a.out}")
+        print(f"naming: {n_in} events -> {len(out)} named ({renamed} renamed; "
+              f"{n_in - len(out)} fewer: merged with a neighbour or below --min-prob) -> {a.out}")
     except (DetectorError, TaggerError, DataDirError, WhisperWeightsError, OSError, ValueError) as e:
         print(f"naming: error: {e}", file=sys.stderr)
         return 1
