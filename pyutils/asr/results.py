@@ -194,7 +194,19 @@ def _cascade_lines(exp: str) -> List[str]:
     return [f"- model: cascade (`--asr_method cascade`): frozen Whisper base text with word times "
             f"(faster-whisper int8, greedy, VAD, long-form) + {kind} `nvv_detector.npz` "
             f"(sha256 {sha}...; {fitted}); events placed at the nearest word/character boundary by time",
-            "- decoding: `pyutils.nvv_detect.detect` -> `pyutils.asr.cascade --events`"]
+            "- decoding: `pyutils.nvv_detect.detect` -> " + _naming_step(exp) + "`pyutils.asr.cascade --events`"]
+
+
+def _naming_step(exp: str) -> str:
+    """The stage-6 naming step as the decode logs show it ran (none with ``--nvv_naming false``)."""
+    import glob
+
+    if not glob.glob(os.path.join(exp, "decode_*", "*", "logdir", "asr_inference.naming.log")):
+        return ""
+    if os.path.isfile(os.path.join(exp, "nvv_namer.npz")):
+        return "`pyutils.nvv_detect.naming` (namer `nvv_namer.npz` fitted on labelled real clips) -> "
+    return ("`pyutils.nvv_detect.naming` (zero-shot: YAMNet + Whisper subtitle labels where YAMNet "
+            "recognises the sound, else the detector's tag) -> ")
 
 
 def build(exp: str, decode_root: str, inference_tag: str, test_sets: List[str], lang: str, preset: str,
