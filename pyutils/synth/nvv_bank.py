@@ -362,8 +362,13 @@ def _load_index(d: str) -> Dict[Tuple[str, str], List[dict]]:
     if not is_installed(path):
         raise BankError(f"the NVV sound bank in {path} is missing or was made from another "
                         f"conf/nvv_bank.tsv; run `{INSTALL_TARGET}` (or use --nvv-sounds generated)")
+    return _verified_rows(path, (path / "index.jsonl").read_text(encoding="utf-8"), f"rerun `{INSTALL_TARGET}`")
+
+
+def _verified_rows(path: Path, index_text: str, remedy: str) -> Dict[Tuple[str, str], List[dict]]:
+    """``{(tag, split): [row]}`` of a bank's index.jsonl text, every clip's SHA-256 checked."""
     out: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
-    for line in (path / "index.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in index_text.splitlines():
         row = json.loads(line)
         row["wav"] = str(path / f"{row['clip_id']}.wav")
         try:
@@ -372,7 +377,7 @@ def _load_index(d: str) -> Dict[Tuple[str, str], List[dict]]:
             ok = False
         if not ok:
             raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
-                            f"rerun `{INSTALL_TARGET}`")
+                            f"{remedy}")
         out[(row["tag"], row["split"])].append(row)
     return dict(out)
 
@@ -512,19 +517,7 @@ def _load_extra(d: str) -> Dict[Tuple[str, str], List[dict]]:
     text = (path / "index.jsonl").read_text(encoding="utf-8") if (path / "index.jsonl").is_file() else ""
     if hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] != want:
         raise BankError(f"{path / 'index.jsonl'} is missing or changed ({EXTRA_DIGEST} differs); build the bank again")
-    out: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
-    for line in text.splitlines():
-        row = json.loads(line)
-        row["wav"] = str(path / f"{row['clip_id']}.wav")
-        try:
-            ok = hashlib.sha256(Path(row["wav"]).read_bytes()).hexdigest() == row["wav_sha256"]
-        except OSError:
-            ok = False
-        if not ok:
-            raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
-                            f"build the bank again")
-        out[(row["tag"], row["split"])].append(row)
-    return dict(out)
+    return _verified_rows(path, text, "build the bank again")
 
 
 def main(argv=None) -> int:
