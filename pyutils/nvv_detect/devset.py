@@ -175,6 +175,18 @@ def splice(x: np.ndarray, words: List[list], inserts: List[Tuple[int, Optional[s
     return np.clip(y, -1, 1), events, " ".join(toks)
 
 
+def _spliced_utt(x, words, inserts: list, n_pauses: int, rng, utt_id: str, seg_id: str) -> dict:
+    """One utterance: ``inserts`` (word position, tag, audio, clip id) and ``n_pauses`` pauses
+    alone spliced into the segment ``x``; each event keeps the clip it came from."""
+    for _ in range(n_pauses):
+        inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
+    y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
+    real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
+    for ev, r in zip(events, real):
+        ev["clip"] = r[3]
+    return {"utt_id": utt_id, "spk": f"nvvreal_{seg_id.split('_')[0]}", "audio": y, "events": events, "text": text}
+
+
 def build(split: str, variants: int = 6) -> List[dict]:
     """The utterances of a split: ``[{"utt_id", "audio", "events", "text", "spk"}]``."""
     from pyutils.synth.nvv_bank import _clip_audio, event_sound
@@ -203,14 +215,8 @@ def build(split: str, variants: int = 6) -> List[dict]:
                     audio = _clip_audio(c["wav"]).astype(np.float64)
                     inserts.append((k, c["tag"], audio - audio.mean(), c["clip_id"]))
                 nxt += 1
-            for _ in range(2 if v == 0 else 1):
-                inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
-            y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
-            real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
-            for ev, r in zip(events, real):
-                ev["clip"] = r[3]
-            utts.append({"utt_id": f"nvvreal_{split}_{seg_id}_v{v}", "spk": f"nvvreal_{seg_id.split('_')[0]}",
-                         "audio": y, "events": events, "text": text})
+            utts.append(_spliced_utt(x, words, inserts, 2 if v == 0 else 1, rng,
+                                     f"nvvreal_{split}_{seg_id}_v{v}", seg_id))
     return utts
 
 
@@ -266,14 +272,8 @@ def build_with_clips(split: str, clips: List[dict], variants: int = 0, prefix: s
                 c = clips[order[nxt % len(order)]]
                 inserts.append((int(rng.integers(0, len(words) + 1)), c["tag"], c["audio"], c["clip_id"]))
                 nxt += 1
-            for _ in range(2 if v == 0 else 1):
-                inserts.append((int(rng.integers(0, len(words) + 1)), None, None, None))
-            y, events, text = splice(x, words, [r[:3] for r in inserts], rng)
-            real = [r for r in sorted(inserts, key=lambda r: r[0]) if r[1] is not None]
-            for ev, r in zip(events, real):
-                ev["clip"] = r[3]
-            utts.append({"utt_id": f"{prefix}_{split}_{seg_id}_v{v:03d}", "spk": f"nvvreal_{seg_id.split('_')[0]}",
-                         "audio": y, "events": events, "text": text})
+            utts.append(_spliced_utt(x, words, inserts, 2 if v == 0 else 1, rng,
+                                     f"{prefix}_{split}_{seg_id}_v{v:03d}", seg_id))
         v += 1
     return utts
 
