@@ -15,9 +15,8 @@ calibration (Zhao et al., 2021: ``l_k(x) - l_k(silence)``) named 33 % of 60 real
 right against 35 % with the prior, and 40 % against 52 % fused with YAMNet.
 :mod:`pyutils.nvv_detect.naming` fuses ``softmax_k(l_k)`` with YAMNet and the detector heads.
 
-The crop goes to the encoder unpadded when ``pad30`` is false (the frame detector's convention;
-cost proportional to the crop) or padded to Whisper's 30 s window (its training condition).
-The same installed openai-whisper checkpoint as the encoder frames
+The crop goes to the encoder unpadded (the frame detector's convention; cost proportional to the
+crop). The same installed openai-whisper checkpoint as the encoder frames
 (:func:`pyutils.whisper.weights.resolve`), loaded with ``weights_only=True``.
 """
 
@@ -70,8 +69,7 @@ def crop(audio: np.ndarray, start: float, end: float, pad_s: float = PAD_S,
 class WhisperLabelScorer:
     """Calibrated per-tag log-scores ``c_k`` of audio crops (see the module docstring)."""
 
-    def __init__(self, tags: Sequence[str], model: str = "base", pad30: bool = False,
-                 threads: int = 0) -> None:
+    def __init__(self, tags: Sequence[str], model: str = "base", threads: int = 0) -> None:
         import torch
         import whisper.model as wm
         from whisper.tokenizer import get_tokenizer
@@ -100,7 +98,6 @@ class WhisperLabelScorer:
             for text in FORMS[tag]:
                 self.forms.append(tok.encode(" " + text) + [tok.eot])
                 self.form_tag.append(k)
-        self.pad30 = pad30
 
     def _encode(self, crops: Sequence[np.ndarray]):
         import torch
@@ -109,8 +106,6 @@ class WhisperLabelScorer:
         n_mels = self.model.dims.n_mels
         mels = []
         for x in crops:
-            if self.pad30:
-                x = whisper.pad_or_trim(np.asarray(x, dtype=np.float32))
             mel = whisper.log_mel_spectrogram(torch.from_numpy(np.asarray(x, dtype=np.float32)), n_mels=n_mels)
             mels.append(mel[:, : 2 * (mel.shape[1] // 2)])
         width = max(m.shape[1] for m in mels)
