@@ -20,8 +20,10 @@ from three sources over the challenge tags ``k``:
 Zero-shot fusion (product of experts), ``z_k = log y_k + a_w (w_k - lse w) + a_h log h_k``
 (``a_w`` 0.3, ``a_h`` 0), applied where YAMNet recognises the sound, ``max_k y_k >= KNOWN_MIN``;
 elsewhere the heads' own distribution ``z_k = log h_k`` stays (a sound no AudioSet class
-matches, e.g. the mini corpus's generated sounds, is left to the detector). A fitted namer (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet
-embedding]`` of labelled clips, L2 ``--l2``) replaces the first two terms by its logits.
+matches, e.g. the mini corpus's generated sounds, is left to the detector). A fitted namer
+(``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet embedding]`` of
+labelled clips, L2 ``--l2``) replaces the first two terms by its logits, everywhere, beside the
+heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``).
 ``p = softmax(z)``; the event gets ``argmax_k p_k`` when ``max_k p_k >= min_prob`` and is
 dropped otherwise: a tag of the wrong class costs a false alarm AND a miss, no tag only the miss.
 
@@ -48,6 +50,9 @@ A_W, A_H, MIN_PROB = 0.3, 0.0, 0.0
 #: knowledge sources to name the event; below it they do not recognise the sound and the heads'
 #: own distribution stays (the int8 scores step ..., 0.18, 0.32, 0.5, ...: 0.3 asks for 0.32)
 KNOWN_MIN = 0.3
+#: a fitted namer: the heads were trained on the same real corpus, their posteriors weigh as much
+#: as the namer's (Deeply NVV test speakers in speech: namer alone 55.77, heads alone 68.99, both 72.79)
+FITTED_A_H = 1.0
 #: detected events closer than this (s) are one sound, named once (:func:`merge_close`)
 MERGE_GAP_S = 0.3
 EMBED_DIM = 1024
@@ -311,7 +316,8 @@ def main(argv=None) -> int:
     f.add_argument("--l2", type=float, default=0.03)
     f.add_argument("--embed", action="store_true", help="also the mean YAMNet embedding of the clip")
     f.add_argument("--min-prob", type=float, default=MIN_PROB)
-    f.add_argument("--a-h", type=float, default=A_H)
+    f.add_argument("--a-h", type=float, default=FITTED_A_H,
+                   help="weight of the heads' posteriors beside the fitted namer (its corpus trained the heads too)")
     f.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
 
