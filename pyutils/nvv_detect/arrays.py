@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Sequence
 
 import numpy as np
 
@@ -32,10 +32,10 @@ def save_arrays(arrays: Dict[str, np.ndarray], path: Path) -> None:
     os.replace(stmp, Path(str(path) + ".sha256"))
 
 
-def load_arrays(path: Path, missing: str, mismatch: str = "") -> Dict[str, np.ndarray]:
+def load_arrays(path: Path, missing: str, mismatch: str = "", need: Sequence[str] = ()) -> Dict[str, np.ndarray]:
     """The arrays of an npz written by :func:`save_arrays`, after checking its ``.sha256``
     (no pickles). ``missing``/``mismatch``: what the error adds when the file or its sum is
-    absent / when the sum differs."""
+    absent / when the sum differs; ``need``: arrays the file must hold."""
     sums = Path(str(path) + ".sha256")
     if not path.is_file() or not sums.is_file():
         raise DetectorError(f"{path} or {sums} is missing{missing}")
@@ -45,6 +45,9 @@ def load_arrays(path: Path, missing: str, mismatch: str = "") -> Dict[str, np.nd
         raise DetectorError(f"{path}: SHA-256 {got} differs from {sums} ({want}){mismatch}")
     try:
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            arrays = {k: z[k] for k in z.files}
     except (ValueError, OSError) as e:
         raise DetectorError(f"{path}: not a plain-array npz: {e}") from e
+    if any(k not in arrays for k in need):
+        raise DetectorError(f"{path}: arrays {[k for k in need if k not in arrays]} missing")
+    return arrays

@@ -110,10 +110,8 @@ def save(rows: List[FrameUtt], kind: str, layers: Sequence[int], path: Path) -> 
 def load(path: Path) -> Tuple[str, Tuple[int, ...], List[FrameUtt]]:
     """``(kind, layers, rows)`` of a frames file; its SHA-256 is checked first."""
     a = load_arrays(Path(path), missing=" (stage 4 of local/nvv_asr.sh writes them)",
-                    mismatch=": recompute the frames")
-    need = ("utts", "offsets", "frames", "events", "kind", "frame_s", "layers")
-    if any(k not in a for k in need):
-        raise DetectorError(f"{path}: arrays {[k for k in need if k not in a]} missing")
+                    mismatch=": recompute the frames",
+                    need=("utts", "offsets", "frames", "events", "kind", "frame_s", "layers"))
     off, kind = a["offsets"], str(a["kind"])
     if (kind not in KINDS or len(off) != len(a["utts"]) + 1 or off[-1] != len(a["frames"])
             or abs(float(a["frame_s"]) - FRAME_S) > 1e-9 or a["frames"].shape[1] != 512 * len(a["layers"])):

@@ -237,10 +237,8 @@ def save(rows: List[Utt], kind: str, path: Path) -> None:
 def load(path: Path) -> Tuple[str, List[Utt]]:
     """``(kind, rows)`` of a features file; its SHA-256 is checked first."""
     a = load_arrays(Path(path), missing=" (stage 4 of local/nvv_asr.sh writes them)",
-                    mismatch=": recompute the features")
-    need = ("utts", "offsets", "starts", "logits", "naive", "events", "kind")
-    if any(k not in a for k in need):
-        raise DetectorError(f"{path}: arrays {[k for k in need if k not in a]} missing")
+                    mismatch=": recompute the features",
+                    need=("utts", "offsets", "starts", "logits", "naive", "events", "kind"))
     off, kind = a["offsets"], str(a["kind"])
     if (kind not in KINDS or len(off) != len(a["utts"]) + 1 or off[-1] != len(a["starts"])
             or a["logits"].shape != (len(a["starts"]), 521) or len(a["naive"]) != len(a["starts"])):
