@@ -33,3 +33,25 @@ def test_audio_dir_duplicate_and_empty(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DecodeDirError, match="no audio"):
         write_audio_dir_scp(str(tmp_path / "empty"), str(tmp_path / "s"))
+
+
+def test_recipe_command_uses_declared_options(tmp_path):
+    """Every option decode_dir hands to local/nvv_asr.sh (its own and the ones stage 5 records
+    in recipe_options.sh) is one the stage script declares: a renamed option fails here, not in
+    a TTS evaluation that decodes with a trained ASR."""
+    import re
+    from pathlib import Path
+
+    from pyutils.asr.decode_dir import recipe_command
+
+    script = (Path(__file__).resolve().parents[1] / "local" / "nvv_asr.sh").read_text()
+    head = script[:script.index(". utils/stage_prelude.sh --parse")]   # the options block
+    declared = set(re.findall(r"^([a-z_][a-z0-9_]*)=", head, re.M))
+    recorded = re.search(r"printf '((?:[a-z_]+=%s\\n)+)'[^\n]*recipe_options", script.replace("\\\n", ""))
+    assert recorded, "stage 5's recipe_options.sh line not found"
+    keys = [k.split("=")[0] for k in recorded.group(1).split("\\n") if k]
+    cmd = recipe_command({k: "x" for k in keys}, "/e", str(tmp_path), "set_x", "valid.acc.ave.pth",
+                         nj=2, inference_config="c.yaml")
+    opts = [c[2:] for c in cmd if c.startswith("--")]
+    assert "lang" in opts and "asr_exp" in opts
+    assert [o for o in opts if o not in declared] == []

@@ -71,6 +71,26 @@ def read_recipe_options(path: str) -> dict:
     return opts
 
 
+
+def recipe_command(recipe_opts, exp, work, name, inference_model, gpu=False, nj=None, inference_config=None):
+    """The ``local/nvv_asr.sh`` command line that dumps set ``name`` under ``work`` and decodes it
+    with the trained model ``exp`` (stages 2-6, training skipped); ``recipe_opts`` are the options
+    stage 5 recorded in the exp dir."""
+    cmd = ["bash", "local/nvv_asr.sh"]
+    for key, value in recipe_opts.items():
+        cmd += [f"--{key}", value]
+    cmd += ["--stage", "2", "--stop_stage", "6",
+            "--skip_train", "true", "--asr_exp", exp,
+            "--datadir", os.path.join(work, "data"), "--dumpdir", os.path.join(work, "dump"),
+            "--expdir", os.path.join(work, "exp"), "--decode_root", os.path.join(work, "decode"),
+            "--test_sets", name, "--package_sets", "", "--inference_model", inference_model,
+            "--gpu_inference", "true" if gpu else "false"]
+    if nj:
+        cmd += ["--nj", str(nj)]
+    if inference_config:
+        cmd += ["--inference_config", os.path.abspath(inference_config)]
+    return cmd
+
 def main(argv=None) -> int:
     from pyutils.cli_types import tolerant_output
     tolerant_output()
@@ -146,19 +166,8 @@ def _main(argv=None) -> int:
     elif a.max_segment > 0:
         segments = plan_long_inputs(wav_scp, os.path.join(data, "segments"), a.max_segment)
 
-    cmd = ["bash", "local/nvv_asr.sh"]
-    for key, value in recipe_opts.items():
-        cmd += [f"--{key}", value]
-    cmd += ["--stage", "2", "--stop_stage", "6",
-           "--skip_train", "true", "--corpora", "none", "--asr_exp", exp,
-           "--datadir", os.path.join(work, "data"), "--dumpdir", os.path.join(work, "dump"),
-           "--expdir", os.path.join(work, "exp"), "--decode_root", os.path.join(work, "decode"),
-           "--test_sets", name, "--package_sets", "", "--inference_model", a.inference_model,
-           "--gpu_inference", "true" if a.gpu else "false"]
-    if a.nj:
-        cmd += ["--nj", str(a.nj)]
-    if a.inference_config:
-        cmd += ["--inference_config", os.path.abspath(a.inference_config)]
+    cmd = recipe_command(recipe_opts, exp, work, name, a.inference_model, gpu=a.gpu, nj=a.nj,
+                         inference_config=a.inference_config)
     print("decode_dir: (cd " + recipe + " && " + " ".join(cmd) + ")", file=sys.stderr)
     r = subprocess.run(cmd, cwd=recipe)
     if r.returncode != 0:
