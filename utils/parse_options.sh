@@ -15,8 +15,9 @@
 #   * --help / -h prints $help_message and the options (spelt --foo_bar, the
 #     spelling of the docs; --foo-bar is accepted too) with their current
 #     values (taken from the NAME=VALUE lines of the sourcing script before
-#     the line that sources this file or utils/stage_prelude.sh, with their
-#     trailing `# comment`), then exits 0.
+#     the line that sources this file or utils/stage_prelude.sh, or of the
+#     options file of a stage script, with their trailing `# comment`; names
+#     starting with _ are internal, never listed), then exits 0.
 #   * parsing stops at the first argument that does not start with --
 #     (or at a lone `--`); the rest stays in "$@".
 
@@ -37,7 +38,7 @@ _po_print_help() {
     [[ "${_po_line}" =~ ^[[:space:]]*(\.|source)[[:space:]].*(parse_options|stage_prelude)\.sh ]] && break
     if [[ "${_po_line}" =~ ^([A-Za-z_][A-Za-z0-9_]*)= ]]; then
       _po_name="${BASH_REMATCH[1]}"
-      [ "${_po_name}" = help_message ] && continue
+      [ "${_po_name}" = help_message ] || [[ "${_po_name}" == _* ]] && continue
       # Only variables that are (still) defined are options.
       [ -z "${!_po_name+x}" ] && continue
       _po_comment=""

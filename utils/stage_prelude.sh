@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Shared prelude of the stage scripts in local/ (nvv_asr.sh nvv_tts.sh sqa.sh vc.sh): the one
-# place that owns their shell plumbing. A stage script declares its options (NAME=DEFAULT  # doc)
-# and help_message, then hands everything else to this file:
+# place that owns their shell plumbing. A stage script sources its options file, then hands
+# everything else to this file:
 #
-#   check_options() { ... }                   # the script's own checks (exit 2 naming the option)
+#   . "$(dirname "${BASH_SOURCE[0]}")/<script>_options.sh"   # NAME=DEFAULT  # doc, help_message,
+#                                             # check_options() (exit 2 naming the option) and the
+#                                             # settings derived from the options (derive_settings)
 #   . utils/stage_prelude.sh --parse "$@"     # calls check_options after parsing, before the lock
 #   if in_stage 0 corpus; then ... fi         # every stage gate
 #
+#    An options file sets _sp_options=${BASH_SOURCE[0]}: --help lists the options declared there
+#    (without it, those of the script before the line that sources this file).
 # 0. --parse: the options (utils/parse_options.sh: --name value, --name=value, --config FILE;
 #    --help prints help_message and the options with their docs), any other argument refused
 #    (exit 2), then the recipe's ./path.sh, ./cmd.sh and ./db.sh (in that order: a recipe dir is
 #    the working dir), then --preset checked (ci|default|large; exit 2), then the script's
-#    check_options when it has one, then 1-7 below with ${expdir}. Helpers for the stages: in_stage N NAME (6), min, nlines, kill_tree (8).
+#    check_options when it has one, then 1-7 below with ${expdir}. Helpers for the stages: in_stage N NAME (6), min, nlines, kill_tree (8);
+#    for check_options: check_choice, check_match, option_error, corpus_path (below).
 #    (Without --parse: `. utils/stage_prelude.sh EXPDIR` after parse_options.sh, 1-8 only.)
 # 1. Stage range: --stage and --stop_stage (or --stop-stage) must be whole numbers in 0..${max_stage:-8}
 #    with stage <= stop_stage; anything else is an error (exit 2), never a silent no-op.
@@ -51,6 +56,22 @@
 #    jobs with --cmd "${train_cmd}", run through utils/run.pl: on the machine that drives the
 #    recipe, as Kaldi's local/data.sh does).
 
+# Option checks (for a script's check_options): a bad value is refused with "$0: ..." on
+# stderr and exit 2, before any lock is taken or file touched.
+#   check_choice NAME VALUE...    $NAME is one of the VALUEs   (--NAME must be a, b or c, got 'x')
+#   check_match NAME REGEX WHAT   $NAME matches the extended REGEX   (--NAME must be WHAT, got 'x')
+#   option_error MESSAGE          any other refusal (options that do not go together, ...)
+#   corpus_path NAME              (below) also checks the db.sh path of a real corpus
+option_error() { echo "$0: $*" >&2; exit 2; }
+check_choice() {
+  local name=$1 v list i; shift
+  for v in "$@"; do [ "${!name}" != "${v}" ] || return 0; done
+  list=$1
+  for ((i = 2; i < $#; i++)); do list+=", ${!i}"; done
+  [ $# -lt 2 ] || list+=" or ${!#}"
+  option_error "--${name} must be ${list}, got '${!name}'"
+}
+check_match() { [[ "${!1}" =~ $2 ]] || option_error "--$1 must be $3, got '${!1}'"; }
 corpus_path() {  # corpus_path NAME: the dir db.sh gives --corpus NAME (variable NAME in capitals), checked
   local var; var=$(echo "$1" | tr '[:lower:]' '[:upper:]')
   [ -n "${!var:-}" ] || { echo "$0: --corpus $1 needs ${var}=<dir> in db.sh" >&2; exit 2; }
@@ -59,7 +80,7 @@ corpus_path() {  # corpus_path NAME: the dir db.sh gives --corpus NAME (variable
 }
 if [ "${1:-}" = --parse ]; then
   shift
-  _po_script=${BASH_SOURCE[1]}   # the options whose docs --help prints
+  _po_script=${_sp_options:-${BASH_SOURCE[1]}}   # the options whose docs --help prints
   . "$(dirname "${BASH_SOURCE[0]}")/parse_options.sh"
   unset _po_script
   if [ $# -ne 0 ]; then
