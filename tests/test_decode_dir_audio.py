@@ -44,9 +44,10 @@ def test_recipe_command_uses_declared_options(tmp_path):
 
     from pyutils.asr.decode_dir import recipe_command
 
-    script = (Path(__file__).resolve().parents[1] / "local" / "nvv_asr.sh").read_text()
-    head = script[:script.index(". utils/stage_prelude.sh --parse")]   # the options block
-    declared = set(re.findall(r"^([a-z_][a-z0-9_]*)=", head, re.M))
+    local = Path(__file__).resolve().parents[1] / "local"
+    script = (local / "nvv_asr.sh").read_text()
+    options = (local / "nvv_asr_options.sh").read_text()   # the options block
+    declared = set(re.findall(r"^([a-z][a-z0-9_]*)=", options, re.M))
     recorded = re.search(r"printf '((?:[a-z_]+=%s\\n)+)'[^\n]*recipe_options", script.replace("\\\n", ""))
     assert recorded, "stage 5's recipe_options.sh line not found"
     keys = [k.split("=")[0] for k in recorded.group(1).split("\\n") if k]
