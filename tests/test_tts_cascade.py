@@ -186,12 +186,12 @@ def test_ci_sized_cascade_synthesis_with_conversion(tmp_path):
 
 # ---------------------------------------------------------------- options of local/nvv_tts.sh
 @pytest.mark.parametrize("args,msg", [
-    (["--tts_method", "vits"], "--tts_method 'vits' must be espnet, cascade or auto"),
+    (["--tts_method", "vits"], "--tts_method must be espnet, cascade or auto, got 'vits'"),
     (["--tts_method", "cascade", "--lang", "vi"], "--tts_method cascade has bank voices for en and zh only"),
     (["--tts_convert", "maybe"], "option --tts_convert expects true or false, got 'maybe'"),
     (["--tts_warp", "yes"], "option --tts_warp expects true or false, got 'yes'"),
-    (["--tts_method", "cascade", "--tts_voice", "zh_s01"], "--tts_voice 'zh_s01' must be a en bank voice id"),
-    (["--tts_method", "cascade", "--knn_ref_s", "1"], "--knn_ref_s '1' must be a number of seconds >= 2"),
+    (["--tts_method", "cascade", "--tts_voice", "zh_s01"], "--tts_voice must be a en bank voice id (en_s00, en_s01, ...), got 'zh_s01'"),
+    (["--tts_method", "cascade", "--knn_ref_s", "1"], "--knn_ref_s must be a number of seconds >= 2, got '1'"),
 ])
 def test_bad_cascade_options_are_refused_before_any_stage(tmp_path, args, msg):
     r = subprocess.run(["./local/nvv_tts.sh", "--preset", "ci", "--expdir", str(tmp_path / "exp"), *args],
@@ -203,6 +203,6 @@ def test_bad_cascade_options_are_refused_before_any_stage(tmp_path, args, msg):
 def test_run_sh_defaults_to_the_cascade_for_en_and_zh_only():
     text = (ROOT / "egs" / "nvv_tts" / "run.sh").read_text()
     assert "tts_method=auto" in text and '--tts_method "${tts_method}"' in text
-    script = (ROOT / "local" / "nvv_tts.sh").read_text()
+    script = (ROOT / "local" / "nvv_tts_options.sh").read_text()   # the options of local/nvv_tts.sh
     assert '[ "${tts_method}" != auto ] || case "${lang}" in en|zh) tts_method=cascade ;; *) tts_method=espnet ;; esac' in script
     assert "\ntts_method=espnet " in script    # callers of local/nvv_tts.sh (vivc, forks) keep espnet
