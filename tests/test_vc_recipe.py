@@ -14,7 +14,8 @@ def _run(*args):
 
 
 def test_stage_script_parses():
-    subprocess.run(["bash", "-n", os.path.join(ROOT, "local", "vc.sh")], check=True)
+    for name in ("vc.sh", "vc_options.sh"):
+        subprocess.run(["bash", "-n", os.path.join(ROOT, "local", name)], check=True)
 
 
 def test_recipe_layout():
@@ -59,7 +60,7 @@ def test_tts_configs_are_aligned_duration_models_with_speaker_embeddings(preset)
     assert cfg["tts"] in ("fastspeech", "fastspeech2")
     assert cfg["feats_extract"] == "fbank" and cfg["feats_extract_conf"]["fs"] == 16000
     assert cfg["tts_conf"]["spk_embed_integration_type"] == "add"
-    with open(os.path.join(ROOT, "local", "vc.sh"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "local", "vc_options.sh"), encoding="utf-8") as f:   # derive_settings of vc.sh
         script = f.read()
     assert ": \"${tts_config:=conf/train_fastspeech_vi_${preset}.yaml}\"" in script
 
