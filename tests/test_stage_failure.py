@@ -123,6 +123,6 @@ def test_a_bad_option_is_refused_by_name_while_another_run_holds_the_exp_dir(tmp
                            capture_output=True, text=True, timeout=60)
         busy = subprocess.run(["./run.sh", "--expdir", str(exp), "--stage", "8"], cwd=d,
                               capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "--region_tune 'joint'" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--region_tune must be after or off, got 'joint'" in r.stderr, r.stderr
     assert busy.returncode == 1, busy.stderr                 # a good command line meets the lock
     assert times.read_text().endswith("0 corpus\t5\t3\t1 1 1\n")
