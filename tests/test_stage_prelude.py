@@ -34,6 +34,55 @@ def test_bad_stage_range_is_an_error(recipe, exp_opt, args, message, tmp_path):
     assert "successfully" not in r.stdout + r.stderr
 
 
+# The stage scripts and the options file each one sources (NAME=DEFAULT  # doc, help_message,
+# check_options, derive_settings), run through the recipe named here.
+STAGE_SCRIPTS = [("nvv_asr", "nvv_asr_en"), ("nvv_tts", "nvv_tts"), ("vc", "vivc"), ("sqa", "sqa")]
+
+
+def _declared_options(script):
+    """(name, doc) of the NAME=DEFAULT  # doc lines of local/<script>_options.sh."""
+    import re
+    text = (ROOT / "local" / f"{script}_options.sh").read_text()
+    return [(m.group(1), (m.group(2) or "").strip())
+            for m in re.finditer(r"^([a-z][a-z0-9_]*)=[^\n]*?(?:\s#\s*([^\n]*))?$", text, re.M)
+            if m.group(1) != "help_message"]
+
+
+@pytest.mark.parametrize("script,recipe", STAGE_SCRIPTS)
+def test_the_setup_before_stage_0_is_short(script, recipe):
+    """A stage script's setup (header, options file, prelude, derived settings) fits in 60 lines:
+    the options, their checks and derived settings live in local/<script>_options.sh."""
+    lines = (ROOT / "local" / f"{script}.sh").read_text().splitlines()
+    gate = next(i for i, line in enumerate(lines) if line.startswith("if in_stage 0 "))
+    assert gate <= 60, f"local/{script}.sh: {gate} lines before its stage-0 gate"
+    setup = "\n".join(lines[:gate])
+    assert f'/{script}_options.sh"' in setup and "utils/stage_prelude.sh --parse" in setup
+    assert len(_declared_options(script)) >= 15
+
+
+@pytest.mark.parametrize("script,recipe", STAGE_SCRIPTS)
+def test_help_lists_every_option_of_the_options_file_with_its_doc(script, recipe, tmp_path):
+    r = subprocess.run(["./run.sh", "--help"], cwd=ROOT / "egs" / recipe, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    listed = {line.split()[0][2:]: line for line in r.stdout.splitlines() if line.startswith("  --")}
+    for name, doc in _declared_options(script):
+        assert name in listed, f"--{name} not in the --help of local/{script}.sh"
+        assert doc in listed[name], (name, doc, listed[name])
+    assert not [n for n in listed if n.startswith("_")], "internal variables listed as options"
+    known = {"nvv_asr": ("detector_heads", "an ensemble of N conv heads"),
+             "nvv_tts": ("tts_voice", "cascade: the voice-bank voice that speaks"),
+             "vc": ("pretrained_asr", "task 1: ESPnet ASR exp dir"),
+             "sqa": ("region_tune", "a noise/distortion class per detected region")}[script]
+    assert known[1] in listed[known[0]]
+    # --config FILE: its values are the options' current values
+    cfg = tmp_path / "my.conf"
+    cfg.write_text(f"{known[0]}=from_config\n")
+    r = subprocess.run(["./run.sh", "--config", str(cfg), "--help"], cwd=ROOT / "egs" / recipe,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and f'--{known[0]} "from_config"' in r.stdout, r.stdout + r.stderr
+
+
 STAGE_SCRIPT = """#!/usr/bin/env bash
 set -euo pipefail
 stage=0
