@@ -21,10 +21,7 @@ PKG = ROOT / "pyutils"
 MAX_LINES = 500
 
 #: cycles of modules still to untangle: {modules of the cycle: why it is still there}
-ALLOWED_MODULE_CYCLES: Dict[frozenset, str] = {
-    frozenset({"pyutils.nvv_detect.utt_sources", "pyutils.nvv_detect.weak_labels"}):
-        "weak_labels.weak_dir_utts (an utterance source: wav.scp + windows.jsonl) is to move into utt_sources",
-}
+ALLOWED_MODULE_CYCLES: Dict[frozenset, str] = {}
 
 #: cycles of subpackages still to untangle: {subpackages: why}
 ALLOWED_PACKAGE_CYCLES: Dict[frozenset, str] = {}
