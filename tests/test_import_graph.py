@@ -28,8 +28,6 @@ ALLOWED_PACKAGE_CYCLES: Dict[frozenset, str] = {}
 
 #: modules over MAX_LINES lines still to split: {path under the repo: why}
 ALLOWED_LONG: Dict[str, str] = {
-    "pyutils/synth/faults.py": "the augmentation-only EXTRA_KINDS have no user outside it any more: drop them "
-                               "(then it is under 500) or split the noise makers out",
     "pyutils/synth/nvv_bank.py": "being extended (banks from chorus-prep outputs); to split the bank "
                                  "index/checks from the clip builder after that",
 }
