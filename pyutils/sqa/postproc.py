@@ -103,12 +103,6 @@ def mask_to_intervals(mask: np.ndarray, duration: float | None = None) -> List[L
     return ivs
 
 
-def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float = 1.0,
-                              duration: float | None = None) -> List[List[float]]:
-    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5)."""
-    return mask_to_intervals(fault_mask(probs, params, utt_prob), duration)
-
-
 def decide_regions(masks: np.ndarray, probs: np.ndarray, threshold: float) -> np.ndarray:
     """Step 6: (N, K) masks and probabilities of K classes -> (N, K) masks where each
     region (run of frames with any class on) goes whole to every class whose mean
