@@ -337,6 +337,7 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
     Writes ``OUT/<clip_id>.wav``, ``OUT/index.jsonl`` (the columns of the installed bank) and
     ``OUT/BANK_DIGEST`` (SHA-256 of ``index.jsonl``). Built under a recipe's own dir from a
     user's copy of the corpus, never shipped. Returns clips per tag."""
+    from pyutils.datadir.io import read_kv
     from pyutils.synth.audio import write_wav
 
     prep, counts = Path(prep), defaultdict(int)
@@ -347,8 +348,8 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
             d, evp = prep / split, prep / "events" / f"{split}.jsonl"
             if not (d / "wav.scp").is_file() or not evp.is_file():
                 raise BankError(f"{prep}: no {split}/wav.scp or events/{split}.jsonl (run chorus-prep first)")
-            scp = _read_kv(d / "wav.scp")
-            spk = _read_kv(d / "utt2spk")
+            scp = read_kv(d / "wav.scp")
+            spk = read_kv(d / "utt2spk")
             for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
                 try:
                     row = json.loads(line)
@@ -381,10 +382,6 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
         (tmp / "index.jsonl").write_text(text, encoding="utf-8")
         (tmp / EXTRA_DIGEST).write_text(hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")
     return dict(sorted(counts.items()))
-
-
-def _read_kv(path: Path) -> Dict[str, str]:
-    return dict(ln.split(" ", 1) for ln in path.read_text(encoding="utf-8").splitlines() if " " in ln)
 
 
 def main(argv=None) -> int:
