@@ -27,7 +27,6 @@ import functools
 import json
 import sys
 import unicodedata
-from pathlib import Path
 
 from pyutils.asr import tags_text
 from pyutils.asr.text_norm import NO_SPACE_LANGS

@@ -23,7 +23,6 @@ the model's post-processing. Stages::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
