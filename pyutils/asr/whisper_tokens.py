@@ -35,7 +35,6 @@ from pyutils.io import atomic_write
 from pyutils.langscript import to_simplified
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
-TOKEN_OFFSET = 1
 BLANK, UNK = "<blank>", "<unk>"
 SOS, EOS = "<|startoftranscript|>", "<|endoftext|>"
 
