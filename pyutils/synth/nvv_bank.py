@@ -61,7 +61,7 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.io import atomic_dir
+from pyutils.io import atomic_dir, atomic_write
 from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.nvv_bank_index import (EXTRA_DIGEST, INSTALL_TARGET, MANIFEST, BankError, default_dir,
                                           is_installed, manifest_digest)
@@ -117,16 +117,11 @@ def read_source(package: str, path: str) -> bytes:
 def decode(b: bytes, sr_out: int = SAMPLE_RATE) -> np.ndarray:
     """Mono float32 at ``sr_out`` from WAV/OGG bytes (libsndfile)."""
     import soundfile as sf
-    from math import gcd
 
-    from scipy.signal import resample_poly
+    from pyutils.audio import resample
 
     x, sr = sf.read(io.BytesIO(b), dtype="float32", always_2d=True)
-    x = x.mean(axis=1)
-    if sr != sr_out:
-        g = gcd(int(sr), sr_out)
-        x = resample_poly(x, sr_out // g, int(sr) // g)
-    return np.asarray(x, dtype=np.float32)
+    return np.asarray(resample(x.mean(axis=1), sr, sr_out), dtype=np.float32)
 
 
 def candidates() -> Iterator[dict]:
@@ -257,14 +252,12 @@ def tagger_classes(tag: str):
 
 
 def write_manifest(rows: List[dict], path: Path = MANIFEST) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("# Recorded NVV clips: written by `python -m pyutils.synth.nvv_bank manifest`, read by "
                 f"`{INSTALL_TARGET}`; pyutils/synth/nvv_bank.py says how rows are chosen.\n")
         w = csv.DictWriter(f, COLUMNS, delimiter="\t", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
 
 
 def read_manifest(path: Path = MANIFEST) -> List[dict]:
