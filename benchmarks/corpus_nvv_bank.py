@@ -28,14 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from pyutils.audio_tagger import TAG_CLASSES, YamNet, judge_scores
-from pyutils.synth import nvv_bank
+from pyutils.synth import nvv_bank, nvv_bank_index
 from pyutils.synth.nvv_corpus import PRESETS, SPLITS, plan, render
 from pyutils.tags import challenge_tags
 
 
 def clip_table(tagger: YamNet) -> list:
     rows = nvv_bank.read_manifest()
-    idx = {c["clip_id"]: c for cs in nvv_bank.load_index().values() for c in cs}
+    idx = {c["clip_id"]: c for cs in nvv_bank_index.load_index().values() for c in cs}
     print("## Clips (conf/nvv_bank.tsv)\n")
     print("| clip | tag | split | status | YAMNet class | agreement | heard | YAMNet top 3 |")
     print("|---|---|---|---|---|---|---|---|")
@@ -43,7 +43,7 @@ def clip_table(tagger: YamNet) -> list:
     for r in rows:
         heard, score = None, r["yamnet_score"]
         if r["clip_id"] in idx:
-            x = nvv_bank._clip_audio(idx[r["clip_id"]]["wav"])
+            x = nvv_bank_index._clip_audio(idx[r["clip_id"]]["wav"])
             s = tagger.interval_scores(x, 16000)
             heard, best = judge_scores(s, tagger, r["tag"])
             score = f"{best:.3f}" if best is not None else ""
@@ -78,7 +78,7 @@ def real_share(preset: str, weights, seed: int) -> None:
     for lang in ("en", "zh"):
         for w in weights:
             items = plan(lang, {s: cfg[s] for s in SPLITS}, cfg["voices"], seed, nvv_sounds="bank", bank_weight=w)
-            idx = nvv_bank.load_index()
+            idx = nvv_bank_index.load_index()
             n = rec = 0
             for it in items:
                 for e in it["events"]:

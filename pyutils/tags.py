@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from pathlib import Path
 from typing import Dict, List, Optional
 
 import yaml

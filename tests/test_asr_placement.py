@@ -4,7 +4,7 @@ import pytest
 
 from pyutils.asr.longform import Word, collapse_repeats
 from pyutils.asr.nvv_words import Event, annotation_tag, extract, merge_events
-from pyutils.asr.placement import boundary_of, place, tagged_transcript, unit_spans
+from pyutils.asr.placement import _boundary, _is_sorted, place, tagged_transcript, unit_spans
 from pyutils.scoring.textnorm import parse_tagged
 
 EN = [Word(" That", 0.0, 0.3), Word(" was", 0.4, 0.6), Word(" really", 0.6, 1.0), Word(" surprising.", 1.0, 1.6)]
@@ -55,6 +55,12 @@ def test_words_without_space_do_not_merge():
     text = tagged_transcript(words, [ev("sniff", 0.4)], "en")
     assert text == "don t [sniff] go-on"
     assert parse_tagged(text, "en").lexical == ("don", "t", "go", "on")
+
+
+def boundary_of(t, spans):
+    """The boundary place() gives an event at time ``t``: argmin_k dist(t, G_k)."""
+    starts = [s for s, _ in spans]
+    return _boundary(t, spans, starts, _is_sorted(starts))
 
 
 def test_boundary_of_gaps_and_overlaps():

@@ -62,13 +62,13 @@ def test_model_hears_a_tone_and_a_recorded_laugh():
     tone = 0.5 * np.sin(2 * np.pi * 1000 * t)
     top = [c for c, _ in tagger.top(tagger.interval_scores(tone, 16000), 3)]
     assert {"Sine wave", "Beep, bleep"} & set(top), top
-    from pyutils.synth import nvv_bank
+    from pyutils.synth import nvv_bank_index as bank
     try:
-        clips = nvv_bank.load_index()
-    except nvv_bank.BankError as e:
+        clips = bank.load_index()
+    except bank.BankError as e:
         pytest.skip(str(e))
     laugh = next(c for c in sum(clips.values(), []) if c["clip_id"] == "hedgewars-Classic-laugh-Laugh")
-    x = nvv_bank._clip_audio(laugh["wav"])
+    x = bank._clip_audio(laugh["wav"])
     assert tagger.heard(x, 16000, "laugh") is True
     assert tagger.heard(x, 16000, "cough") is False
     assert tagger.heard(x, 16000, "yawn") is None        # no AudioSet class

@@ -164,6 +164,6 @@ def test_fork_tts_front_end(tmp_path):
     # the language's front-end: espeak-ng Russian phonemes with the tag atomic
     from pyutils.tts.frontend import Frontend
 
-    toks = Frontend("ru", "phn").tokenize("Вчера, собака [laugh] и кошка.")
+    toks = Frontend("ru", "phn").tokenize_many(["Вчера, собака [laugh] и кошка."])[0]
     assert "[laugh]" in toks and "," in toks and len(toks) > 10
     assert not any("\u0400" <= c <= "\u04ff" for t in toks for c in t)      # phonemes, not letters

@@ -21,21 +21,13 @@ PKG = ROOT / "pyutils"
 MAX_LINES = 500
 
 #: cycles of modules still to untangle: {modules of the cycle: why it is still there}
-ALLOWED_MODULE_CYCLES: Dict[frozenset, str] = {
-    frozenset({"pyutils.nvv_detect.utt_sources", "pyutils.nvv_detect.weak_labels"}):
-        "weak_labels.weak_dir_utts (an utterance source: wav.scp + windows.jsonl) is to move into utt_sources",
-}
+ALLOWED_MODULE_CYCLES: Dict[frozenset, str] = {}
 
 #: cycles of subpackages still to untangle: {subpackages: why}
 ALLOWED_PACKAGE_CYCLES: Dict[frozenset, str] = {}
 
 #: modules over MAX_LINES lines still to split: {path under the repo: why}
-ALLOWED_LONG: Dict[str, str] = {
-    "pyutils/synth/faults.py": "the augmentation-only EXTRA_KINDS have no user outside it any more: drop them "
-                               "(then it is under 500) or split the noise makers out",
-    "pyutils/synth/nvv_bank.py": "being extended (banks from chorus-prep outputs); to split the bank "
-                                 "index/checks from the clip builder after that",
-}
+ALLOWED_LONG: Dict[str, str] = {}
 
 
 def module_name(path: Path) -> str:

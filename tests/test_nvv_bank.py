@@ -1,4 +1,4 @@
-"""pyutils.synth.nvv_bank: manifest invariants, pinned install, draws in the corpus."""
+"""pyutils.synth.nvv_bank and nvv_bank_index: manifest invariants, pinned install, draws in the corpus."""
 
 import json
 from collections import defaultdict
@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from pyutils.synth import nvv_bank as nb
+from pyutils.synth import nvv_bank_index as bi
 from pyutils.synth.nvv_corpus import plan, render
 from pyutils.tags import challenge_tags
 
 
 def _installed():
     try:
-        return nb.load_index()
-    except nb.BankError as e:
+        return bi.load_index()
+    except bi.BankError as e:
         pytest.skip(str(e))
 
 
@@ -74,15 +75,15 @@ def test_event_sound_draws_from_its_split_deterministically():
     test_ids = {c["clip_id"] for c in idx[("laugh", "test")]}
     got = set()
     for s in range(20):
-        x, prov = nb.event_sound("laugh", "test", np.random.default_rng(s))
-        y, prov2 = nb.event_sound("laugh", "test", np.random.default_rng(s))
+        x, prov = bi.event_sound("laugh", "test", np.random.default_rng(s))
+        y, prov2 = bi.event_sound("laugh", "test", np.random.default_rng(s))
         assert np.array_equal(x, y) and prov == prov2
         assert prov["source"] == "recorded" and prov["clip"] in test_ids
         assert prov["licence"] and prov["package"] and prov["file"]
         assert 0.05 < np.abs(x).max() < 1.0
         got.add(prov["clip"])
     assert len(got) > 1
-    x, prov = nb.event_sound("yawn", "test", np.random.default_rng(0))
+    x, prov = bi.event_sound("yawn", "test", np.random.default_rng(0))
     assert prov == {"source": "generated"} and len(x) > 0
 
 
@@ -93,7 +94,7 @@ def test_corpus_events_carry_their_source(tmp_path):
     assert all("nvv_sounds" not in it for it in old)               # the generated corpus plans as before
     assert [it["events"] for it in items] == [it["events"] for it in old]
     (tmp_path / "wav").mkdir()
-    bank_tags = {t for (t, s) in nb.load_index() if s == "test"}
+    bank_tags = {t for (t, s) in bi.load_index() if s == "test"}
     n = defaultdict(int)
     for it in items:
         if it["split"] != "test":
@@ -129,8 +130,8 @@ def test_missing_or_damaged_bank_stops_the_corpus_with_the_make_target(tmp_path,
     monkeypatch.delenv("CHORUS_NVV_BANK_DIR")
     _installed()
     bank = tmp_path / "bank"
-    shutil.copytree(nb.default_dir(), bank)
+    shutil.copytree(bi.default_dir(), bank)
     victim = sorted(bank.glob("*.wav"))[0]
     victim.write_bytes(victim.read_bytes()[:-100])
-    with pytest.raises(nb.BankError, match=f"{victim.name}.*make -C tools nvv_bank"):
-        nb.load_index(str(bank))
+    with pytest.raises(bi.BankError, match=f"{victim.name}.*make -C tools nvv_bank"):
+        bi.load_index(str(bank))

@@ -11,7 +11,7 @@ import pytest
 import soundfile as sf
 
 from pyutils.nvv_detect import devset
-from pyutils.synth import nvv_bank
+from pyutils.synth import nvv_bank, nvv_bank_index
 
 SR = 16000
 TAGS = ("cough", "sneeze", "yawn", "sigh")
@@ -46,7 +46,7 @@ def test_extra_bank_from_prep_is_checked_and_drawn(tmp_path, monkeypatch):
     made = fake_prep(tmp_path / "prep")
     counts = nvv_bank.build_from_prep(tmp_path / "prep", tmp_path / "bank", ["train"])
     assert counts == {t: sum(1 for s, tg, _ in made.values() if s == "train" and tg == t) for t in TAGS}
-    idx = nvv_bank.load_extra(str(tmp_path / "bank"))
+    idx = nvv_bank_index.load_extra(str(tmp_path / "bank"))
     assert {k[1] for k in idx} == {"train"}
     for (tag, _), rows in idx.items():
         for r in rows:
@@ -55,20 +55,20 @@ def test_extra_bank_from_prep_is_checked_and_drawn(tmp_path, monkeypatch):
             x, sr = sf.read(r["wav"])
             assert sr == SR and abs(len(x) / SR - (b - a)) < 0.002    # cut to the event span
     # event_sound draws from the extra bank where the installed bank has nothing for the tag
-    monkeypatch.setattr(nvv_bank, "load_index", lambda d=None: {})
-    x, prov = nvv_bank.event_sound("sneeze", "train", np.random.default_rng(0), extra=[str(tmp_path / "bank")])
+    monkeypatch.setattr(nvv_bank_index, "load_index", lambda d=None: {})
+    x, prov = nvv_bank_index.event_sound("sneeze", "train", np.random.default_rng(0), extra=[str(tmp_path / "bank")])
     assert prov["source"] == "recorded" and prov["package"] == "deeply_nvv" and prov["clip"].startswith("deeply_nvv-")
-    _, prov = nvv_bank.event_sound("sneeze", "dev", np.random.default_rng(0), extra=[str(tmp_path / "bank")])
+    _, prov = nvv_bank_index.event_sound("sneeze", "dev", np.random.default_rng(0), extra=[str(tmp_path / "bank")])
     assert prov["source"] == "generated"          # train clips only: dev keeps the generated sound
-    assert nvv_bank.bank_tags("train", extra=[str(tmp_path / "bank")]) == sorted(TAGS)
+    assert nvv_bank_index.bank_tags("train", extra=[str(tmp_path / "bank")]) == sorted(TAGS)
     # a changed clip is refused
-    nvv_bank._load_extra.cache_clear()
+    nvv_bank_index._load_extra.cache_clear()
     wav = Path(idx[("cough", "train")][0]["wav"])
     wav.write_bytes(wav.read_bytes()[:-2])
-    with pytest.raises(nvv_bank.BankError, match="missing or changed"):
-        nvv_bank.load_extra(str(tmp_path / "bank"))
-    with pytest.raises(nvv_bank.BankError, match="not an extra NVV bank"):
-        nvv_bank.load_extra(str(tmp_path / "prep"))
+    with pytest.raises(nvv_bank_index.BankError, match="missing or changed"):
+        nvv_bank_index.load_extra(str(tmp_path / "bank"))
+    with pytest.raises(nvv_bank_index.BankError, match="not an extra NVV bank"):
+        nvv_bank_index.load_extra(str(tmp_path / "prep"))
 
 
 def test_prep_clips_cut_to_spans(tmp_path):

@@ -123,7 +123,7 @@ def test_splice_exact_positions_and_text():
 
 
 def _installed():
-    from pyutils.synth.nvv_bank import is_installed
+    from pyutils.synth.nvv_bank_index import is_installed
 
     return is_installed() and (devset.speech_dir() / "silero_test.wav").is_file()
 

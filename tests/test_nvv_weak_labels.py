@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from pyutils.nvv_detect.arrays import DetectorError
 from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelError, derive, exact_targets,
                                             parse_tagged, tag_windows, utterance_windows, window_loss,
                                             window_targets)
@@ -97,6 +98,12 @@ def test_derive_counts_every_skipped_row_and_keeps_the_others(tmp_path):
     assert rows == [{"utt_id": "b", "tag": "cough", "start": 0.0, "end": 1.0}]
     assert [x.split()[0] for x in (tmp_path / "weak" / "wav.scp").read_text().splitlines()] == ["a", "b"]
     assert json.loads((tmp_path / "weak" / "report.json").read_text())["windows"] == 1
+    from pyutils.nvv_detect.utt_sources import weak_dir_utts      # the --weak-dir source reads it back
+    got = [(u, sr, wins) for u, _, sr, wins in weak_dir_utts(tmp_path / "weak")]
+    assert got == [("a", SR, []), ("b", SR, [{"tag": "cough", "start": 0.0, "end": 1.0}])]
+    (tmp_path / "weak" / "windows.jsonl").write_text('{"utt_id": "b", "tag": "cough", "start": 1, "end": 1}\n')
+    with pytest.raises(DetectorError, match="windows.jsonl:1: window end must be after its start"):
+        list(weak_dir_utts(tmp_path / "weak"))
 
 
 def test_derive_without_any_window_is_an_error(tmp_path):

@@ -5,7 +5,16 @@ import math
 import pytest
 
 from pyutils.scoring.errors import ScoringError
-from pyutils.scoring.sqa import frame_iou, frame_mask, pearson, score_sqa
+from pyutils.scoring.sqa import frame_iou, frame_ranges, pearson, score_sqa
+
+
+def frame_mask(intervals, n_frames):
+    """The frame rule written out frame by frame: k faulty when some s <= (2k+1)/100 < e."""
+    return [any(s <= (2 * k + 1) / 100 < e for s, e in intervals) for k in range(n_frames)]
+
+
+def n_frames_for(*interval_lists):
+    return int(math.ceil(max((e for ivs in interval_lists for _, e in ivs), default=0.0) / 0.02)) + 1
 
 
 def row(u, score, **faults):
@@ -112,7 +121,6 @@ def test_null_faults_mean_absent():
 def test_frame_ranges_equal_frame_masks_on_random_intervals():
     import random
 
-    from pyutils.scoring.sqa import frame_ranges, n_frames_for
     rng = random.Random(7)
     for _ in range(3000):
         def ivs():

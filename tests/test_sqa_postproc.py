@@ -4,10 +4,15 @@ import numpy as np
 import pytest
 
 from pyutils.sqa.common import FAULTS, frames_to_intervals
-from pyutils.sqa.postproc import (decide_regions, frames_to_fault_intervals, make_row, read_postproc,
+from pyutils.sqa.postproc import (decide_regions, fault_mask, make_row, mask_to_intervals, read_postproc,
                                    smooth_and_threshold, tune, tune_region)
 
 BASE = {"median": 1, "threshold": 0.5, "merge_gap": 0.0, "min_dur": 0.0, "utt_threshold": 0.0}
+
+
+def frames_to_fault_intervals(probs, params, utt_prob=1.0, duration=None):
+    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5 of make_row)."""
+    return mask_to_intervals(fault_mask(probs, params, utt_prob), duration)
 
 
 def probs(*runs, n=50):

@@ -19,8 +19,8 @@ def test_pause_tokens_at_start_and_around_tags():
 
 
 def test_frontend_pauses_option_only_adds_separators():
-    plain = Frontend("en", "char").tokenize("Yes [laugh] no.")
-    paused = Frontend("en", "char", pauses=True).tokenize("Yes [laugh] no.")
+    plain = Frontend("en", "char").tokenize_many(["Yes [laugh] no."])[0]
+    paused = Frontend("en", "char", pauses=True).tokenize_many(["Yes [laugh] no."])[0]
     assert [t for t in paused if t != "|"] == [t for t in plain if t != "|"]
     assert paused[0] == "|" and paused[paused.index("[laugh]") + 1] == "|"
 
@@ -74,7 +74,7 @@ def test_tag_parts_follow_each_tag_and_are_listed(tmp_path):
                    "[throat_clearing]", "[throat_clearing]~2", "[throat_clearing]~3"]
     assert [tag_part_of(t) for t in out[1:4]] == [("[laugh]", 1), ("[laugh]", 2), ("[laugh]", 3)]
     assert tag_part_of("a") == ("", 0) and tag_part_of("x~2") == ("", 0) and tag_part_of("[a]~1") == ("", 0)
-    paused = Frontend("en", "char", pauses=True, tag_parts=2).tokenize("Yes [laugh] no.")
+    paused = Frontend("en", "char", pauses=True, tag_parts=2).tokenize_many(["Yes [laugh] no."])[0]
     i = paused.index("[laugh]")
     assert paused[i - 1:i + 3] == ["|", "[laugh]", "[laugh]~2", "|"]
     # the token list then holds the parts of every challenge tag, seen in training or not

@@ -25,9 +25,9 @@ def _installed(engine):
 
 
 def _bank():
-    from pyutils.synth import nvv_bank
+    from pyutils.synth.nvv_bank_index import is_installed
 
-    return nvv_bank.is_installed()
+    return is_installed()
 
 
 needs_piper_and_bank = pytest.mark.skipif(not (_installed("piper") and _bank()),
@@ -118,7 +118,7 @@ def test_ci_sized_cascade_synthesis_with_conversion(tmp_path):
     cascade renderings in another voice: wavs, durations on the tag tokens, NVVs kept, no
     dev/test clip of the NVV bank used."""
     from pyutils.synth.audio import read_wav
-    from pyutils.synth.nvv_bank import load_index
+    from pyutils.synth.nvv_bank_index import load_index
     from pyutils.tts.frontend import main as frontend_main
 
     train = {f"spk-train-{i}": t for i, t in enumerate(

@@ -35,7 +35,7 @@ def test_tag_token_roundtrip_for_all_tags():
     ("vi", "char", "Xin chào [laugh] các bạn [throat clearing]."),
 ])
 def test_tags_are_single_tokens(lang, token_type, text):
-    toks = Frontend(lang, token_type).tokenize(text)
+    toks = Frontend(lang, token_type).tokenize_many([text])[0]
     assert toks.count("[laugh]") == 1
     assert toks.count("[throat_clearing]") == 1
     # the tag letters never leak into the phone/char stream
@@ -47,15 +47,15 @@ def test_tags_are_single_tokens(lang, token_type, text):
 
 
 def test_english_phonemes_not_letters():
-    toks = Frontend("en", "phn").tokenize("the cat [cough]")
+    toks = Frontend("en", "phn").tokenize_many(["the cat [cough]"])[0]
     assert toks[-1] == "[cough]"
     assert "|" in toks and "c" not in toks  # espeak phonemes, not graphemes ("cat" -> k æ t)
 
 
 def test_mandarin_pinyin_tones():
-    toks = Frontend("zh", "phn").tokenize("你好[sigh]")
+    toks = Frontend("zh", "phn").tokenize_many(["你好[sigh]"])[0]
     assert toks == ["n", "i3", "h", "ao3", "[sigh]"]
-    assert Frontend("zh", "pinyin").tokenize("你好[sigh]") == ["ni3", "hao3", "[sigh]"]
+    assert Frontend("zh", "pinyin").tokenize_many(["你好[sigh]"])[0] == ["ni3", "hao3", "[sigh]"]
 
 
 def test_unknown_language():
@@ -115,5 +115,5 @@ def test_foreign_characters_refused_with_utterance(tmp_path):
 
 
 def test_mandarin_digit_gives_no_empty_token():
-    toks = Frontend("zh", "phn").tokenize("3只猫")
+    toks = Frontend("zh", "phn").tokenize_many(["3只猫"])[0]
     assert "" not in toks and toks[:1] == ["3"]

@@ -120,9 +120,9 @@ def test_the_real_tagger_hears_a_recorded_laugh_where_it_is():
         tagger = YamNet.load()
     except TaggerError as e:
         pytest.skip(f"YAMNet not installed ({e})")
-    from pyutils.synth import nvv_bank
-    clips = [nvv_bank._clip_audio(c["wav"])[: 16000 * 2]
-             for (tag, _), cs in sorted(nvv_bank.load_index().items()) if tag == "laugh" for c in cs]
+    from pyutils.synth import nvv_bank_index as bank
+    clips = [bank._clip_audio(c["wav"])[: 16000 * 2]
+             for (tag, _), cs in sorted(bank.load_index().items()) if tag == "laugh" for c in cs]
     heard_alone = [x for x in clips if tagger.heard(x, 16000, "laugh")]   # some bank laughs sound like speech
     if not heard_alone:
         pytest.skip("no recorded laugh YAMNet hears in the NVV bank")

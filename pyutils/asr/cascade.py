@@ -90,12 +90,6 @@ def read_events(path: str, min_score: float = 0.0) -> Dict[str, List[Event]]:
     return out
 
 
-def decode_one(tr: LongformTranscriber, audio, lang: str, detected: List[Event],
-               nvv_text: str = "remove") -> Tuple[str, dict]:
-    """Tagged transcript of one utterance and its details (words, events, notes)."""
-    return finish_one(tr.transcribe(audio), lang, detected, nvv_text)
-
-
 def finish_one(t: Transcript, lang: str, detected: List[Event], nvv_text: str = "remove") -> Tuple[str, dict]:
     """NVV words -> events, merged with ``detected``, placed: ``(tagged transcript, details)``."""
     words, text_events = (t.words, []) if nvv_text == "off" else extract(t.words, lang, nvv_text == "keep")

@@ -40,6 +40,7 @@ import subprocess
 import sys
 
 from pyutils.cli_types import non_negative_float, positive_int
+from pyutils.io import atomic_write_lines
 
 
 class DecodeDirError(Exception):
@@ -262,10 +263,8 @@ def plan_long_inputs(wav_scp: str, segments_path: str, max_s: float):
         segs = segments_for(durations, audio_of, max_s)
     except (AudioReadError, ValueError) as exc:
         raise DecodeDirError(f"{wav_scp}: {exc}") from None
-    with open(segments_path + ".tmp", "w", encoding="utf-8") as f:
-        for seg, (rec, start, end) in segs.items():
-            f.write(f"{seg} {rec} {start:.3f} {end:.3f}\n" if end >= 0 else f"{seg} {rec} 0 -1\n")
-    os.replace(segments_path + ".tmp", segments_path)
+    atomic_write_lines(segments_path, (f"{seg} {rec} {start:.3f} {end:.3f}\n" if end >= 0 else f"{seg} {rec} 0 -1\n"
+                                       for seg, (rec, start, end) in segs.items()))
     n_long = sum(d > max_s for d in durations.values())
     print(f"decode_dir: {n_long} recordings longer than {max_s:g} s split at pauses into "
           f"{len(segs) - (len(durations) - n_long)} parts (joined after decoding)", file=sys.stderr)

@@ -50,12 +50,6 @@ def unit_spans(words: Sequence[Word], lang: str) -> Tuple[List[int], List[Tuple[
     return counts, spans
 
 
-def boundary_of(t: float, spans: Sequence[Tuple[float, float]]) -> int:
-    """``argmin_k dist(t, G_k)`` (see the module docstring)."""
-    starts = [s for s, _ in spans]
-    return _boundary(t, spans, starts, _is_sorted(starts))
-
-
 def place(words: Sequence[Word], events: Sequence[Event], lang: str) -> List[Tuple[int, Event]]:
     """``(position, event)`` for each event, in text order (position, then time)."""
     _, spans = unit_spans(words, lang)

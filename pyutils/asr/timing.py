@@ -18,7 +18,6 @@ import re
 import sys
 import time
 from datetime import datetime
-from typing import Dict, List
 
 from pyutils.io import atomic_write
 

@@ -27,7 +27,6 @@ import functools
 import json
 import sys
 import unicodedata
-from pathlib import Path
 
 from pyutils.asr import tags_text
 from pyutils.asr.text_norm import NO_SPACE_LANGS
@@ -36,7 +35,6 @@ from pyutils.io import atomic_write
 from pyutils.langscript import to_simplified
 from pyutils.whisper.weights import WhisperWeightsError, resolve
 
-TOKEN_OFFSET = 1
 BLANK, UNK = "<blank>", "<unk>"
 SOS, EOS = "<|startoftranscript|>", "<|endoftext|>"
 

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .common import PrepError, Row, info, read_manifest, resolve_audio, safe_name
 from .nvv_text import BRACKET_LABEL_RE, TagMapper
-from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, write_splits
 from .tables import SPLIT_NAMES, iter_webdataset, shard_files
 
 PAREN_LABEL_RE = re.compile(r"[(（]\s*([A-Za-z][A-Za-z _\-]*?)\s*[)）]")
@@ -99,9 +99,4 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None) ->
     if not by_split and not opts.skipped:
         raise PrepError(f"{root}: no Emilia-NV data (WebDataset *.tar shards or "
                         f"<split>.jsonl manifests)")
-    reports = []
-    for split in sorted(set(by_split) | set(opts.skipped)):
-        fresh_mapper_stats(mapper)
-        reports.append(write_split("emilia_nv", split, by_split.get(split, []), opts, mapper,
-                                   lambda t, r: convert(mapper, t, r)))
-    return reports
+    return write_splits("emilia_nv", by_split, opts, mapper, lambda t, r: convert(mapper, t, r))

@@ -32,7 +32,7 @@ from .nvv_text import BRACKET_LABEL_RE, TagMapper, load_label_map
 from pyutils.langscript import language_problem
 from pyutils.safe_paths import name_problem
 
-from .prep import Options, Utt, bad_row, fresh_mapper_stats, norm_lang, write_split
+from .prep import Options, Utt, bad_row, norm_lang, write_splits
 
 
 COLUMNS = frozenset({"audio", "wav", "path", "audio_path", "text", "transcript", "txt", "utt_id", "id", "key",
@@ -82,11 +82,5 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
             safe_name(spk) if spk else None, rlang or lang or guess_language(text), text))
     if not by_split and not opts.skipped:
         raise PrepError("the manifest has no rows (it is empty, or holds a header only)", manifest)
-    reports = []
-    for split in sorted(set(by_split) | set(opts.skipped)):
-        if splits and split not in splits:
-            continue
-        fresh_mapper_stats(mapper)
-        reports.append(write_split("generic", split, by_split.get(split, []), opts, mapper,
-                                   lambda t, r: mapper.convert(t, BRACKET_LABEL_RE, r)))
-    return reports
+    return write_splits("generic", by_split, opts, mapper, lambda t, r: mapper.convert(t, BRACKET_LABEL_RE, r),
+                        splits)

@@ -37,7 +37,7 @@ from pyutils.io import iter_lines
 from .common import PrepError, Row
 from .generic import guess_language
 from .nvv_text import BRACKET_LABEL_RE, DropUtterance, TagMapper
-from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, write_splits
 
 CORPUS = "nonverbalspeech38k"
 OVERLAP_RE = re.compile(r"<B>(.*?)</B>", re.DOTALL)
@@ -97,10 +97,4 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None, ca
         return mapper.convert(text, BRACKET_LABEL_RE, row)
 
     by_split: Dict[str, List[Utt]] = {split_name: utts} if utts else {}
-    reports = []
-    for split in sorted(set(by_split) | set(opts.skipped)):
-        if splits and split not in splits:
-            continue
-        fresh_mapper_stats(mapper)
-        reports.append(write_split(CORPUS, split, by_split.get(split, []), opts, mapper, convert))
-    return reports
+    return write_splits(CORPUS, by_split, opts, mapper, convert, splits)

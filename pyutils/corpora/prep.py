@@ -273,3 +273,15 @@ def fresh_mapper_stats(mapper: Optional[TagMapper]) -> None:
         from .nvv_text import TagStats
 
         mapper.stats = TagStats()
+
+
+def write_splits(corpus: str, by_split: Dict[str, List[Utt]], opts: Options, mapper: Optional[TagMapper],
+                 convert: Callable[[str, Optional[Row]], str], splits=None) -> List[dict]:
+    """:func:`write_split` of every split in ``by_split`` or with skipped rows (of ``splits`` only,
+    when given), sorted by name, each with its own tag counts; returns the reports."""
+    reports = []
+    for split in sorted(set(by_split) | set(opts.skipped)):
+        if not splits or split in splits:
+            fresh_mapper_stats(mapper)
+            reports.append(write_split(corpus, split, by_split.get(split, []), opts, mapper, convert))
+    return reports

@@ -40,7 +40,6 @@ from typing import List, Optional, Tuple
 NUM = r"(\d+(?:\.\d+)?)"
 UNIT = r"(?:\s*(ms|milliseconds?|s|secs?|seconds?)\b)"
 _B = r"(?<![\w.])"  # number not glued to a word (e.g. 'sys02tts')
-_DASH = r"\s*(?:-|~|to|until|till|through|and)\s*"
 
 END = math.inf  # "until the end of the clip"
 

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 
 from .common import PrepError, Row, safe_name
 from .nvv_text import TagMapper
-from .prep import Options, Utt, bad_row, fresh_mapper_stats, write_split
+from .prep import Options, Utt, bad_row, write_splits
 
 # <|emo_HAPPY|>, its closing </|emo_HAPPY|> (also <|/emo_HAPPY|>, <|emo_HAPPY|/>)
 SPECIAL_RE = re.compile(r"</?\|/?([^|<>/]*)/?\|/?>")
@@ -87,11 +87,4 @@ def prepare(src: Path, opts: Options, splits: Optional[Sequence[str]] = None,
         text = SPECIAL_RE.sub(" ", text)
         return mapper.convert(text, ANGLE_LABEL_RE, row)
 
-    reports = []
-    for split in sorted(set(by_split) | set(opts.skipped)):
-        if splits and split not in splits:
-            continue
-        fresh_mapper_stats(mapper)
-        reports.append(write_split("smiip_nv", split, by_split.get(split, []), opts, mapper,
-                                   convert))
-    return reports
+    return write_splits("smiip_nv", by_split, opts, mapper, convert, splits)

@@ -58,11 +58,6 @@ def file_kind(name: str) -> str | None:
     return None
 
 
-def read_data_file(path: str | os.PathLike) -> dict[str, str]:
-    name = Path(path).name
-    return read_kv(path, allow_empty_value=name.startswith(EMPTY_OK_PREFIXES))
-
-
 def sorted_ids(ids) -> list[str]:
     return sorted(ids, key=byte_key)
 
@@ -129,10 +124,6 @@ class DataDir:
 
     def spk2utt(self) -> dict[str, list[str]]:
         return {s: v.split() for s, v in self.files.get("spk2utt", {}).items()}
-
-    def audio_entry(self, utt: str) -> str:
-        """The wav.scp value holding ``utt`` (its recording's, with segments)."""
-        return self.wav_scp[self.utt_to_reco().get(utt, utt)]
 
     def load_audio(self, utt: str, dtype: str = "float32"):
         """``(samples, sr)`` of one utterance (cut to its segment if any)."""

@@ -90,10 +90,6 @@ def read_list(path: str | os.PathLike) -> list[str]:
     return ids
 
 
-def sorted_items(mapping: Mapping[str, str]) -> list[tuple[str, str]]:
-    return sorted(mapping.items(), key=lambda kv: byte_key(kv[0]))
-
-
 def write_kv(path: str | os.PathLike, mapping: Mapping[str, str] | Iterable[tuple[str, str]],
              *, sort: bool = True) -> None:
     """Atomically write ``<key> <value>`` lines, keys in byte (LC_ALL=C) order."""

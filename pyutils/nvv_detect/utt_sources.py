@@ -4,8 +4,9 @@ Sources of ``(utt_id, audio, sr, events)`` (:func:`add_utt_source_args` / :func:
 the options of :mod:`pyutils.nvv_detect.yamnet_features` and
 :mod:`pyutils.nvv_detect.whisper_frames`): a ``chorus-synth nvv`` corpus split
 (``CORPUS/data/<split>/wav.scp`` with the exact event times of ``CORPUS/events/<split>.jsonl``),
-the real-speech utterances of :func:`pyutils.nvv_detect.devset.build`, or a data dir written by
-:func:`pyutils.nvv_detect.devset.write` (``wav.scp`` + ``events.jsonl``).
+the real-speech utterances of :func:`pyutils.nvv_detect.devset.build`, a data dir written by
+:func:`pyutils.nvv_detect.devset.write` (``wav.scp`` + ``events.jsonl``), or one of tag windows
+written by :mod:`pyutils.nvv_detect.weak_labels` (``wav.scp`` + ``windows.jsonl``: :func:`weak_dir_utts`).
 
 Audio: :func:`read_scp_audio` (every entry of a wav.scp; an unreadable one raises, naming it)
 and :func:`readable_audio` (16 kHz mono of any entry; an unreadable one is skipped with a log
@@ -100,6 +101,27 @@ def real_train_utts(variants: int, split: str = "train") -> List[Tuple[str, np.n
     return [(u["utt_id"], u["audio"], SR, u["events"]) for u in build(split, variants)]
 
 
+def weak_dir_utts(d: Path) -> Iterator[Tuple[str, np.ndarray, int, List[dict]]]:
+    """``(utt_id, audio, sr, windows)`` of a dir written by :func:`pyutils.nvv_detect.weak_labels.derive`
+    (its ``wav.scp`` and ``windows.jsonl``; the windows take the place of the events)."""
+    from pyutils.io import iter_jsonl
+
+    d = Path(d)
+    if not (d / "wav.scp").is_file() or not (d / "windows.jsonl").is_file():
+        raise DetectorError(f"{d}: no wav.scp or windows.jsonl (write them with "
+                            f"`python -m pyutils.nvv_detect.weak_labels --out {d}`)")
+    wins: Dict[str, List[dict]] = {}
+    for n, row in iter_jsonl(d / "windows.jsonl"):
+        try:
+            w = {"tag": str(row["tag"]), "start": float(row["start"]), "end": float(row["end"])}
+            wins.setdefault(str(row["utt_id"]), []).append(w)
+        except (KeyError, TypeError, ValueError) as e:
+            raise DetectorError(f"{d / 'windows.jsonl'}:{n}: bad window row: {e}") from e
+        if not w["end"] > w["start"] >= 0:
+            raise DetectorError(f"{d / 'windows.jsonl'}:{n}: window end must be after its start >= 0")
+    return ((u, x, sr, wins.get(u, [])) for u, x, sr in read_scp_audio(d / "wav.scp"))
+
+
 def add_utt_source_args(ap: argparse.ArgumentParser, src) -> None:
     """The utterance-source options shared by the feature extractors (``src``: a required
     mutually exclusive group of ``ap``); :func:`utts_from_args` reads them."""
@@ -125,8 +147,6 @@ def utts_from_args(a: argparse.Namespace) -> Tuple[Iterator[Tuple[str, np.ndarra
     elif a.devset_split:
         utts, kind = real_train_utts(a.variants, a.devset_split), "real"
     elif getattr(a, "weak_dir", None):
-        from pyutils.nvv_detect.weak_labels import weak_dir_utts
-
         utts, kind = weak_dir_utts(a.weak_dir), "weak"
     else:
         utts, kind = devset_dir_utts(a.data_dir), "real"

@@ -40,7 +40,8 @@ alignment. An utterance whose every tag has a window (or that has no tag: all it
 
 Output dir: ``windows.jsonl`` (``{"utt_id", "tag", "start", "end"}`` seconds, one row per
 tag), ``wav.scp`` (the kept utterances: the utterance source ``--weak-dir`` of the feature
-extractors, :func:`weak_dir_utts`), ``report.json`` (counts, skips by reason with examples).
+extractors, :func:`pyutils.nvv_detect.utt_sources.weak_dir_utts`), ``report.json`` (counts,
+skips by reason with examples).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -298,28 +299,6 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
     with atomic_write(out / "report.json") as f:
         f.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return report
-
-
-def weak_dir_utts(d: Path) -> Iterator[Tuple[str, np.ndarray, int, List[dict]]]:
-    """``(utt_id, audio, sr, windows)`` of a dir written by :func:`derive` (its ``wav.scp`` and
-    ``windows.jsonl``; the windows take the place of the events)."""
-    from pyutils.io import iter_jsonl
-    from pyutils.nvv_detect.utt_sources import read_scp_audio
-
-    d = Path(d)
-    if not (d / "wav.scp").is_file() or not (d / "windows.jsonl").is_file():
-        raise WeakLabelError(f"{d}: no wav.scp or windows.jsonl (write them with "
-                             f"`python -m pyutils.nvv_detect.weak_labels --out {d}`)")
-    wins: Dict[str, List[dict]] = {}
-    for n, row in iter_jsonl(d / "windows.jsonl"):
-        try:
-            w = {"tag": str(row["tag"]), "start": float(row["start"]), "end": float(row["end"])}
-            wins.setdefault(str(row["utt_id"]), []).append(w)
-        except (KeyError, TypeError, ValueError) as e:
-            raise WeakLabelError(f"{d / 'windows.jsonl'}:{n}: bad window row: {e}") from e
-        if not w["end"] > w["start"] >= 0:
-            raise WeakLabelError(f"{d / 'windows.jsonl'}:{n}: window end must be after its start >= 0")
-    return ((u, x, sr, wins.get(u, [])) for u, x, sr in read_scp_audio(d / "wav.scp"))
 
 
 # ---------------------------------------------------------------- the loss of windows

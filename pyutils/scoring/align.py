@@ -234,66 +234,6 @@ def sweep_pairs(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: int) ->
     return pairs
 
 
-def mntd_alignment(refs: Sequence[Event], preds: Sequence[Event], ref_length: int):
-    """Monotone event alignment of mNTD; returns (total cost, ops).
-
-    ops: list of ("M", ref, pred) / ("R", ref, None) / ("P", None, pred) in order.
-    Same-tag pair cost min(|p-g|/L, 1) with
-    L = max(ref_length, 1); different tags, unmatched reference, unmatched
-    prediction cost 1. Ties (within 1e-12) prefer diagonal, then skipping a
-    reference, then a prediction -- the same float operations in the same
-    order as the official script, so the sums are bit-identical.
-    """
-    refs = sorted(refs)
-    preds = sorted(preds)
-    n, m = len(refs), len(preds)
-    denom = max(ref_length, 1)
-    prev = [float(j) for j in range(m + 1)]
-    acts = [["P"] * (m + 1)]
-    for i in range(1, n + 1):
-        g = refs[i - 1]
-        g_tag, g_pos = g.tag, g.position
-        cur = [float(i)] + [0.0] * m
-        act = ["R"] * (m + 1)
-        for j in range(1, m + 1):
-            p = preds[j - 1]
-            if g_tag == p.tag:
-                pair = min(abs(g_pos - p.position) / denom, 1.0)
-            else:
-                pair = 1.0
-            # candidates in the official order: skip ref (2), skip pred (1), diagonal (3);
-            # a later one wins if cheaper by > 1e-12, or within 1e-12 with a higher priority.
-            best = prev[j] + 1.0
-            best_pr = 2
-            c = cur[j - 1] + 1.0
-            if c < best - 1e-12:
-                best, best_pr = c, 1
-            c = prev[j - 1] + pair
-            if c < best - 1e-12 or abs(c - best) <= 1e-12:
-                best, best_pr = c, 3
-            cur[j] = best
-            act[j] = "R" if best_pr == 2 else ("P" if best_pr == 1 else "M")
-        prev = cur
-        acts.append(act)
-    total = prev[m]
-    ops = []
-    i, j = n, m
-    while i > 0 or j > 0:
-        a = acts[i][j] if (i > 0 and j > 0) else ("R" if i > 0 else "P")
-        if a == "M":
-            ops.append(("M", refs[i - 1], preds[j - 1]))
-            i -= 1
-            j -= 1
-        elif a == "R":
-            ops.append(("R", refs[i - 1], None))
-            i -= 1
-        else:
-            ops.append(("P", None, preds[j - 1]))
-            j -= 1
-    ops.reverse()
-    return total, ops
-
-
 def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: int) -> float:
     """mNTD of one utterance: alignment cost / max(#ref, #pred), clipped to [0, 1]."""
     n, m = len(refs), len(preds)
@@ -316,7 +256,13 @@ def utterance_mntd(refs: Sequence[Event], preds: Sequence[Event], ref_length: in
 
 
 def _mntd_cost(refs: Sequence[Event], preds: Sequence[Event], denom: int) -> float:
-    """Cost of :func:`mntd_alignment` without the path (events sorted by (position, order))."""
+    """Cost of the monotone event alignment of mNTD (events sorted by (position, order)).
+
+    Same-tag pair cost ``min(|p-g|/L, 1)`` (``denom`` = L = max(ref_length, 1)); different tags,
+    an unmatched reference or an unmatched prediction cost 1. Ties (within 1e-12) prefer the
+    diagonal, then skipping a reference, then a prediction: the same float operations in the
+    same order as the official script, so the sums are bit-identical.
+    """
     m = len(preds)
     prev = [float(j) for j in range(m + 1)]
     ptags = [p.tag for p in preds]

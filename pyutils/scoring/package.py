@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 from pyutils.scoring.errors import ScoringError
 from pyutils.io import iter_lines
 from pyutils.io import iter_kaldi_text
-from pyutils.scoring.io import atomic_write_chunks, check_not_input
+from pyutils.scoring.io import atomic_write_chunks
 from pyutils.scoring.textnorm import TAG_RE, parse_tagged
 from pyutils.tags import challenge_tags, normalize_tag_label
 from pyutils.file_mode import follow_umask

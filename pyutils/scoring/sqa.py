@@ -136,9 +136,9 @@ def first_frame_from(t: float) -> int:
 def frame_ranges(intervals: Intervals) -> List[Tuple[int, int]]:
     """Faulty frames as sorted, merged half-open index ranges [k0, k1).
 
-    The same frames as :func:`frame_mask` (frame k is faulty when some
-    ``s <= (2k+1)/100 < e``), but in O(intervals) memory and time whatever the
-    durations: one interval of hours costs the same as one of 20 ms.
+    Frame k is faulty when some ``s <= (2k+1)/100 < e`` (the module docstring), found in
+    O(intervals) memory and time whatever the durations: one interval of hours costs the
+    same as one of 20 ms.
     """
     ranges = sorted((first_frame_from(s), first_frame_from(e)) for s, e in intervals)
     merged: List[Tuple[int, int]] = []
@@ -165,25 +165,6 @@ def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> int:
         else:
             j += 1
     return total
-
-
-def frame_mask(intervals: Intervals, n_frames: int) -> List[bool]:
-    """Frame k faulty when some s <= (2k+1)/100 < e (see module docstring)."""
-    mask = [False] * n_frames
-    for s, e in intervals:
-        # first candidate k from a float estimate, then exact comparisons.
-        k = max(0, int(math.floor(s * 50.0 - 0.5)) - 1)
-        while k < n_frames and (2 * k + 1) / 100 < s:
-            k += 1
-        while k < n_frames and (2 * k + 1) / 100 < e:
-            mask[k] = True
-            k += 1
-    return mask
-
-
-def n_frames_for(*interval_lists: Intervals) -> int:
-    end = max((e for ivs in interval_lists for _, e in ivs), default=0.0)
-    return int(math.ceil(end / FRAME_S)) + 1
 
 
 def frame_iou(ref: Intervals, hyp: Intervals) -> Tuple[float, int, int]:

@@ -186,11 +186,6 @@ def _nfkc_fast(text: str) -> str:
     return t if _is_normalized("NFKC", t) else _unicode_normalize("NFKC", text)
 
 
-def normalize_segment(segment: str) -> str:
-    """NFKC, typographic apostrophes -> ``'``, lower-case."""
-    return _APOSTROPHE_RE.sub("'", _nfkc(segment)).lower()
-
-
 def lexical_units(segment: str, language: str) -> List[str]:
     """Lexical units of one plain (tag-free) segment."""
     if language == "en":

@@ -23,7 +23,6 @@ the model's post-processing. Stages::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -35,7 +34,7 @@ from scipy.ndimage import minimum_filter1d
 
 from pyutils.sqa.audio import AudioError, load_checked
 from pyutils.sqa.common import FAULTS, FRAME_SHIFT, SAMPLE_RATE, num_grid_frames
-from pyutils.io import read_jsonl, read_scp, write_jsonl
+from pyutils.io import atomic_write, read_jsonl, read_scp, write_jsonl
 from pyutils.sqa.postproc import smooth_and_threshold
 from pyutils.sqa.common import frames_to_intervals
 
@@ -197,10 +196,8 @@ def main(argv=None) -> int:
         return 0
     if args.cmd == "tune":
         params = tune(load_measures(args.measures), read_jsonl(args.ref))
-        tmp = args.out + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with atomic_write(args.out) as f:
             json.dump(params, f, indent=2)
-        os.replace(tmp, args.out)
         return 0
     with open(args.params, encoding="utf-8") as f:
         params = {**DEFAULT_PARAMS, **json.load(f)}

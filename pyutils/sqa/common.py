@@ -9,7 +9,7 @@ division) satisfies ``s <= c_i < e``.
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Sequence
+from typing import Iterable, List, Sequence
 
 import numpy as np
 
@@ -44,7 +44,3 @@ def frames_to_intervals(mask: np.ndarray) -> List[List[float]]:
     starts = np.flatnonzero(diff == 1)
     ends = np.flatnonzero(diff == -1)
     return [[round(s * FRAME_SHIFT, 3), round(e * FRAME_SHIFT, 3)] for s, e in zip(starts, ends)]
-
-
-def empty_faults() -> Dict[str, list]:
-    return {f: [] for f in FAULTS}

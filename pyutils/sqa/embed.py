@@ -51,7 +51,7 @@ from typing import Optional
 import numpy as np
 
 from pyutils.sqa.common import SAMPLE_RATE
-from pyutils.io import read_scp
+from pyutils.io import atomic_write, read_scp
 
 DEFAULT_CFG = {"whisper": "base", "whisper_layer": 3, "p808": True, "p835": False,
                "frames_dim": 0, "frames_seed": 0}
@@ -267,9 +267,8 @@ def dump(wav_scp: str, outdir: str, job: str, cfg: dict, embedder: Optional[UttE
     cfg = {**DEFAULT_CFG, **cfg}
     os.makedirs(outdir, exist_ok=True)
     cfg_path = os.path.join(outdir, "embed_config.json")
-    with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
+    with atomic_write(cfg_path) as f:
         json.dump(cfg, f)
-    os.replace(f"{cfg_path}.{job}.tmp", cfg_path)
     embedder = embedder if embedder is not None else UttEmbedder(cfg)
     entries = list(read_scp(wav_scp))
     names = ["embed"] + (["frames"] if embedder.frames_dim > 0 else [])

@@ -28,7 +28,7 @@ import soundfile as sf
 
 from pyutils.sqa.audio import AudioError, load_checked
 from pyutils.sqa.common import SAMPLE_RATE
-from pyutils.io import read_scp
+from pyutils.io import atomic_write, atomic_write_lines, read_scp
 
 WIN, HOP, NFFT = 400, 160, 512
 
@@ -120,9 +120,8 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = Fa
         cfg["pitch"] = True
     cfg_path = os.path.join(outdir, "feats_config.json")
     os.makedirs(outdir, exist_ok=True)
-    with open(f"{cfg_path}.{job}.tmp", "w", encoding="utf-8") as f:
+    with atomic_write(cfg_path) as f:
         json.dump(cfg, f)
-    os.replace(f"{cfg_path}.{job}.tmp", cfg_path)
     os.makedirs(os.path.join(outdir, "wav"), exist_ok=True)
     entries = list(read_scp(wav_scp))
     ark = os.path.join(outdir, f"feats.{job}.ark")
@@ -154,9 +153,7 @@ def dump(wav_scp: str, outdir: str, job: str, n_mels: int = 80, pitch: bool = Fa
     for name, lines in (("wav", wav_lines), ("utt2num_frames", nf_lines),
                         ("utt2dur", dur_lines), ("bad", bad_lines)):
         path = os.path.join(outdir, f"{name}.{job}.scp" if name == "wav" else f"{name}.{job}")
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
-        os.replace(path + ".tmp", path)
+        atomic_write_lines(path, (line + "\n" for line in lines))
     print(f"dumped {len(wav_lines)} recordings, skipped {len(bad_lines)} "
           f"in {time.time() - t0:.1f} s", file=sys.stderr)
     return len(bad_lines)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import sys
 from typing import Dict, List, Sequence
 
@@ -101,12 +100,6 @@ def mask_to_intervals(mask: np.ndarray, duration: float | None = None) -> List[L
         ivs = [[s, round(min(e, duration), 3)] for s, e in ivs if s < duration]
         ivs = [iv for iv in ivs if iv[1] > iv[0]]
     return ivs
-
-
-def frames_to_fault_intervals(probs: np.ndarray, params: dict, utt_prob: float = 1.0,
-                              duration: float | None = None) -> List[List[float]]:
-    """One fault: (N,) probabilities -> ``[[start, end], ...]`` seconds (steps 1-5)."""
-    return mask_to_intervals(fault_mask(probs, params, utt_prob), duration)
 
 
 def decide_regions(masks: np.ndarray, probs: np.ndarray, threshold: float) -> np.ndarray:
@@ -318,7 +311,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "sweep":
         return _sweep_main(args)
-    from pyutils.io import read_jsonl
+    from pyutils.io import atomic_write, read_jsonl
 
     grid = QUICK_GRID if args.quick else GRID
     outputs, refs = load_outputs(args.outputs), read_jsonl(args.ref)
@@ -337,10 +330,8 @@ def main(argv=None) -> int:
     if region_values:
         print("region: threshold " + (f"{region}" if region > 0 else "off") + " (dev noise + distortion F1 + IoU: "
               + ", ".join(f"{t}: {v:.4f}" for t, v in region_values.items()) + ")", flush=True)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_write(args.out) as fh:
         json.dump({"params": params, "region_threshold": region, "dev": dev, "scorer_calls": calls}, fh, indent=2)
-    os.replace(tmp, args.out)
     return 0
 
 

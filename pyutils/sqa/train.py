@@ -49,6 +49,7 @@ import threadpoolctl
 import torch
 import yaml
 
+from pyutils.io import atomic_write_lines
 from pyutils.sqa.dataset import BucketBatchSampler, SQADataset, collate
 from pyutils.sqa.features import check_config as check_features
 from pyutils.sqa.model import ModelConfig, SQAModel, fit_length, safe_torch_load, save_model
@@ -407,10 +408,7 @@ def _truncate_log(path: str, start_epoch: int) -> None:
         lines = f.readlines()
     keep = lines[:1] + [l for l in lines[1:]
                         if l.split("\t", 1)[0].isdigit() and int(l.split("\t", 1)[0]) < start_epoch]
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(keep)
-    os.replace(tmp, path)
+    atomic_write_lines(path, keep)
 
 
 def main(argv=None) -> int:

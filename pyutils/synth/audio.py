@@ -19,11 +19,6 @@ def db_to_amp(db: float) -> float:
     return float(10.0 ** (db / 20.0))
 
 
-def set_rms_db(x: np.ndarray, target_db: float) -> np.ndarray:
-    """Scale ``x`` so that its RMS is ``target_db`` dBFS."""
-    return (x * (db_to_amp(target_db) / rms(x))).astype(np.float32)
-
-
 def frame_power(x: np.ndarray, sr: int = SAMPLE_RATE, frame_s: float = 0.02) -> np.ndarray:
     """Mean square (float64) of each whole ``frame_s`` frame; a short tail is dropped."""
     n = max(1, int(frame_s * sr))

@@ -109,11 +109,6 @@ def _names(roots, path_fmt: str, keys) -> List[str]:
     return out
 
 
-def has_locale(lang: str) -> bool:
-    """True when CLDR has a main locale file for ``lang`` (or its base language)."""
-    return bool(_roots("main", lang))
-
-
 def time_phrases(roots) -> List[str]:
     out = []
     for field in ("day", "week", "month", "year"):

@@ -130,11 +130,11 @@ def identity(args) -> dict:
 
         ident["real_train_sources"] = [name for name, _, _ in available()]
     if args.kind == "nvv" and args.nvv_sounds == "bank":   # another manifest, another corpus
-        from pyutils.synth.nvv_bank import manifest_digest
+        from pyutils.synth.nvv_bank_index import manifest_digest
 
         ident["nvv_bank"] = manifest_digest()
         if getattr(args, "nvv_bank_extra", None):
-            from pyutils.synth.nvv_bank import extra_digest
+            from pyutils.synth.nvv_bank_index import extra_digest
 
             ident["nvv_bank_extra"] = [extra_digest(d) for d in args.nvv_bank_extra]
     return ident
@@ -329,12 +329,12 @@ def main(argv=None) -> int:
             print("chorus-synth nvv: error: --nvv-bank-weight needs --nvv-sounds bank", file=sys.stderr)
             return 2
         if args.nvv_sounds == "bank":
-            from pyutils.synth.nvv_bank import BankError, load_index
+            from pyutils.synth.nvv_bank_index import BankError, load_index
 
             try:
                 load_index()
                 if args.nvv_bank_extra:
-                    from pyutils.synth.nvv_bank import load_extra
+                    from pyutils.synth.nvv_bank_index import load_extra
 
                     for d in args.nvv_bank_extra:
                         load_extra(d)

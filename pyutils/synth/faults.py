@@ -19,22 +19,6 @@ data).  Every fault records its exact interval on the OUTPUT timeline:
   low-bitrate codecs through ffmpeg (:mod:`pyutils.synth.codecs`) or gain
   jumps over an interval.
 
-Two more kinds exist for training augmentation only (:data:`EXTRA_KINDS`;
-never drawn unless ``extra_kinds`` asks for them, so the corpus is unchanged):
-``modnoise`` (noise: speech-shaped noise in three bands, each under its own
-slow random envelope, ICRA-style: non-stationary and speech-like in spectrum,
-but no voice) and ``echo`` (distortion: the speech plus 1-10 decaying delayed
-copies of itself, 60-300 ms apart).  They give each fault type a second
-example of the cue that separates it: additive energy independent of the
-speech is noise, whatever its spectrum; speech smeared into its own gaps is
-distortion.  Four more widen each class along axes no corpus kind covers:
-``siren`` (noise: a harmonic tone whose pitch sweeps, slowly or in fast yelps:
-moving pitch, no voice), ``transient`` (noise: clicks, knocks and taps, decaying
-band-passed bursts at random times), ``comb`` (distortion: the speech plus one
-copy 1-12 ms later, the hollow colouring of a close reflection, no tail) and
-``smear`` (distortion: the short-time spectrum's magnitude averaged over
-+-20-80 ms, phases kept: transform-codec pre- and post-echo).
-
 Every kind belongs to a *family* (:data:`FAMILIES`); ``exclude`` in
 :func:`apply_random_faults` removes kinds, families or whole fault types
 (leave-one-family-out training).
@@ -43,10 +27,6 @@ Every kind belongs to a *family* (:data:`FAMILIES`); ``exclude`` in
 their severities into a reference score in [1, 5] (formula in its docstring).
 Pauses are inserted first (they change the timeline); distortion and noise
 intervals are then drawn on the final timeline, avoiding the pauses.
-
-One module on purpose (past ~500 lines): the fault kinds, their families and the score
-formula share one severity scale, and the monotonicity the tests check (a worse or an
-added fault never raises the score) holds only if they are read together.
 """
 
 from __future__ import annotations
@@ -64,18 +44,13 @@ NOISE_KINDS = ("white", "pink", "brown", "babble", "music", "hum", "tone")
 DISTORTION_KINDS = ("clipping", "bitcrush", "dropout", "packetloss", "bandlimit", "warble",
                     "reverb", "codec", "gainjump")
 PAUSE_KINDS = ("silence", "room", "stutter", "truncation")
-# augmentation-only kinds (see the module docstring), by fault type
-EXTRA_KINDS = {"modnoise": "noise", "echo": "distortion", "siren": "noise", "transient": "noise",
-               "comb": "distortion", "smear": "distortion"}
 # family of each kind: what a leave-one-family-out split holds out together
 FAMILIES = {"white": "stationary", "pink": "stationary", "brown": "stationary", "babble": "babble",
             "music": "music", "hum": "tonal", "tone": "tonal",
             "clipping": "clipping", "bitcrush": "clipping", "dropout": "packetloss",
             "packetloss": "packetloss", "bandlimit": "spectral", "warble": "spectral",
             "reverb": "reverb", "codec": "codec", "gainjump": "gainjump",
-            "silence": "silence", "room": "silence", "stutter": "stutter", "truncation": "truncation",
-            "modnoise": "modnoise", "echo": "echo", "siren": "siren", "transient": "transient",
-            "comb": "comb", "smear": "smear"}
+            "silence": "silence", "room": "silence", "stutter": "stutter", "truncation": "truncation"}
 RAMP_S = 0.005
 
 
@@ -117,70 +92,6 @@ def _music(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
     return x
 
 
-def _modnoise(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
-    """ICRA-style noise: speech-shaped noise split into 3 bands, each under its own random
-    envelope (low-passed Gaussian noise, 2-8 Hz, rectified): speech-like spectrum and
-    syllable-rate fluctuation, no harmonics or formant tracks of a voice."""
-    # speech-shaped: flat to 500 Hz, then -6 dB/octave (power ~ 1/f^2), 80 Hz - 7 kHz
-    spec = fft.rfft(rng.standard_normal(n))
-    f = np.fft.rfftfreq(n, 1 / sr)
-    shape = np.where(f < 500, 1.0, 500.0 / np.maximum(f, 1.0)) * (f >= 80) * (f <= 7000)
-    spec = spec * shape
-    x = np.zeros(n)
-    env_n = max(1, n // 80)                                 # envelopes at sr / 80 (200 Hz)
-
-    def envelope():
-        e = rng.standard_normal(env_n + 64)
-        sos = signal.butter(2, rng.uniform(2, 8), fs=sr / 80, output="sos")
-        e = np.abs(signal.sosfilt(sos, e))[64:64 + env_n]
-        return e / (e.max() + 1e-12)
-
-    common = envelope()                                     # syllable-like on/off shared by the bands
-    for lo, hi in ((0, 800), (800, 2500), (2500, sr / 2 + 1)):
-        band = fft.irfft(spec * ((f >= lo) & (f < hi)), n)
-        e = common * np.sqrt(envelope())
-        env = np.interp(np.arange(n), np.arange(env_n) * 80, e)
-        x += band * env / (np.sqrt(np.mean(env ** 2)) + 1e-12)   # the band keeps its share of power
-    return x
-
-
-def _siren(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
-    """Siren-like: 4 harmonics of a pitch sweeping between two values, either slowly
-    (wail, 2-6 s period) or fast (yelp, 0.15-0.4 s)."""
-    t = np.arange(n) / sr
-    lo = rng.uniform(450, 800)
-    hi = lo * rng.uniform(1.4, 2.2)
-    period = rng.uniform(2, 6) if rng.random() < 0.5 else rng.uniform(0.15, 0.4)
-    f0 = lo + (hi - lo) * 0.5 * (1 - np.cos(2 * np.pi * t / period + rng.uniform(0, 6.3)))
-    phase = 2 * np.pi * np.cumsum(f0) / sr
-    return sum((0.5 ** k) * np.sin((k + 1) * phase) for k in range(4))
-
-
-def _transients(n: int, rng: np.random.Generator, sr: int) -> np.ndarray:
-    """Clicks, knocks and taps: band-passed noise bursts (20-120 ms, decay 5-40 ms) at
-    random times, 2-8 a second (at least one)."""
-    x = np.zeros(n)
-    count = max(1, int(rng.poisson(rng.uniform(2, 8) * n / sr)))
-    for a in rng.integers(0, max(n, 1), size=count):
-        m = min(n - int(a), int(rng.uniform(0.02, 0.12) * sr))
-        if m < 8:
-            continue
-        f_lo = rng.uniform(150, 2500)
-        f_hi = min(f_lo * rng.uniform(2, 5), 0.45 * sr)
-        sos = signal.butter(2, [f_lo, f_hi], btype="band", fs=sr, output="sos")
-        burst = signal.sosfilt(sos, rng.standard_normal(m)) * np.exp(-np.arange(m) / (rng.uniform(0.005, 0.04) * sr))
-        x[int(a):int(a) + m] += rng.uniform(0.3, 1.0) * burst / (np.abs(burst).max() + 1e-12)
-    if not np.any(x):                                        # too short for a burst: one click
-        x[0] = 1.0
-    return x
-
-
-def _same_rms(y: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """``y`` scaled to the RMS of ``ref`` (a distortion changes the sound, not its level)."""
-    rx, ry = np.sqrt(np.mean(np.square(ref, dtype=np.float64))), np.sqrt(np.mean(y ** 2))
-    return y * (rx / ry) if ry > 0 else y
-
-
 def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RATE,
                speech: Optional[np.ndarray] = None,
                babble_sources: Optional[Sequence[np.ndarray]] = None) -> np.ndarray:
@@ -199,12 +110,6 @@ def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RAT
                            np.cumsum(rng.standard_normal(n)))
     elif kind == "music":
         x = _music(n, rng, sr)
-    elif kind == "modnoise":
-        x = _modnoise(n, rng, sr)
-    elif kind == "siren":
-        x = _siren(n, rng, sr)
-    elif kind == "transient":
-        x = _transients(n, rng, sr)
     elif kind == "babble":
         if callable(babble_sources):          # lazily made (synthesis is costly)
             babble_sources = babble_sources()
@@ -231,8 +136,7 @@ def make_noise(kind: str, n: int, rng: np.random.Generator, sr: int = SAMPLE_RAT
         t = np.arange(n) / sr
         x = np.sin(2 * np.pi * rng.uniform(400, 3000) * t)
     else:
-        raise ValueError(f"unknown noise kind {kind!r}; known: {NOISE_KINDS} and "
-                         f"{sorted(k for k, t in EXTRA_KINDS.items() if t == 'noise')}")
+        raise ValueError(f"unknown noise kind {kind!r}; known: {NOISE_KINDS}")
     x = np.asarray(x, dtype=np.float64)
     return x / (np.sqrt(np.mean(x ** 2)) + 1e-12)
 
@@ -291,35 +195,6 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
         from pyutils.synth.rooms import reverberate
 
         return reverberate(seg, 0.3 + 1.5 * s, rng, sr)          # RT60 0.3 .. 1.8 s
-    if kind == "echo":
-        # decaying copies 60-300 ms apart (delay line with feedback), same RMS as the input
-        delay = max(1, int(rng.uniform(0.06, 0.3) * sr))
-        g = 0.25 + 0.45 * s
-        y = seg.astype(np.float64).copy()
-        for k in range(1, 11):
-            if k * delay >= len(seg) or g ** k < 0.02:
-                break
-            y[k * delay:] += (g ** k) * seg[:len(seg) - k * delay]
-        return _same_rms(y, seg)
-    if kind == "comb":
-        # one copy 1-12 ms later (a close reflection: comb-filter colouring, no tail)
-        d = max(1, int(rng.uniform(0.001, 0.012) * sr))
-        y = seg.astype(np.float64).copy()
-        if d < len(seg):
-            y[d:] += (0.4 + 0.55 * s) * seg[:len(seg) - d]
-        return _same_rms(y, seg)
-    if kind == "smear":
-        # magnitude of the 32 ms STFT (8 ms hop) averaged over +-(20 + 60 s) ms with a Hann
-        # window, phases kept: energy spread before and after every onset and offset
-        if len(seg) < 512:
-            return seg.copy()
-        _, _, z = signal.stft(seg, fs=sr, nperseg=512, noverlap=384)
-        half = max(1, int(round((0.02 + 0.06 * s) / 0.008)))
-        w = np.hanning(2 * half + 3)[1:-1]
-        mag = signal.fftconvolve(np.abs(z), (w / w.sum())[None, :], mode="same", axes=1)
-        _, y = signal.istft(np.maximum(mag, 0.0) * np.exp(1j * np.angle(z)), fs=sr, nperseg=512, noverlap=384)
-        y = np.pad(y, (0, max(0, len(seg) - len(y))))[:len(seg)]
-        return _same_rms(y, seg)
     if kind == "codec":
         from pyutils.synth.codecs import CODEC_NAMES, codec_roundtrip
 
@@ -343,8 +218,7 @@ def _distort(seg: np.ndarray, kind: str, strength: float, rng, sr: int) -> np.nd
         d = depth * (1 + np.sin(2 * np.pi * rng.uniform(4, 8) * t))
         idx = np.clip(np.arange(len(seg)) - d, 0, len(seg) - 1)
         return np.interp(idx, np.arange(len(seg)), seg)
-    raise ValueError(f"unknown distortion kind {kind!r}; known: {DISTORTION_KINDS} and "
-                     f"{sorted(k for k, t in EXTRA_KINDS.items() if t == 'distortion')}")
+    raise ValueError(f"unknown distortion kind {kind!r}; known: {DISTORTION_KINDS}")
 
 
 def apply_distortion(x: np.ndarray, start: float, end: float, rng: np.random.Generator,
@@ -492,22 +366,15 @@ def quality_score(details: List[dict], duration: float, rng: Optional[np.random.
 
 
 # ------------------------------------------------------------- random faults
-def allowed_kinds(exclude: Sequence[str] = (), extra_kinds: Sequence[str] = ()) -> Dict[str, Tuple[str, ...]]:
-    """Kinds per fault type left after removing ``exclude`` (kinds, families or types), plus
-    the augmentation-only ``extra_kinds`` (:data:`EXTRA_KINDS`) not excluded."""
+def allowed_kinds(exclude: Sequence[str] = ()) -> Dict[str, Tuple[str, ...]]:
+    """Kinds per fault type left after removing ``exclude`` (kinds, families or types)."""
     ex = set(exclude or ())
-    bad = [k for k in (extra_kinds or ()) if k not in EXTRA_KINDS]
-    if bad:
-        raise ValueError(f"extra_kinds: unknown {bad}; known: {sorted(EXTRA_KINDS)}")
     unknown = ex - set(FAULT_TYPES) - set(FAMILIES) - set(FAMILIES.values())
     if unknown:
         raise ValueError(f"exclude: unknown fault kinds/families {sorted(unknown)}; known: "
                          f"{sorted(set(FAMILIES) | set(FAMILIES.values()) | set(FAULT_TYPES))}")
-    out = {}
-    for t, ks in (("noise", NOISE_KINDS), ("distortion", DISTORTION_KINDS), ("pause", PAUSE_KINDS)):
-        ks = tuple(ks) + tuple(k for k in (extra_kinds or ()) if EXTRA_KINDS[k] == t)
-        out[t] = () if t in ex else tuple(k for k in ks if k not in ex and FAMILIES[k] not in ex)
-    return out
+    return {t: () if t in ex else tuple(k for k in ks if k not in ex and FAMILIES[k] not in ex)
+            for t, ks in (("noise", NOISE_KINDS), ("distortion", DISTORTION_KINDS), ("pause", PAUSE_KINDS))}
 
 
 def _pick_interval(total: float, rng, min_s: float, max_frac: float,
@@ -533,8 +400,7 @@ def _pick_interval(total: float, rng, min_s: float, max_frac: float,
 def apply_random_faults(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPLE_RATE,
                         n_faults: Optional[int] = None, p_counts=(0.2, 0.35, 0.3, 0.15),
                         types: Sequence[str] = FAULT_TYPES, pause_at: Optional[Sequence[int]] = None,
-                        babble_sources=None, exclude: Sequence[str] = (),
-                        extra_kinds: Sequence[str] = ()) -> Tuple[np.ndarray, Dict[str, list], List[dict]]:
+                        babble_sources=None, exclude: Sequence[str] = ()) -> Tuple[np.ndarray, Dict[str, list], List[dict]]:
     """Apply 0-3 random faults to ``x`` (float, mono, ``sr``).
 
     Returns ``(audio, intervals, details)``: ``intervals`` is
@@ -546,10 +412,9 @@ def apply_random_faults(x: np.ndarray, rng: np.random.Generator, sr: int = SAMPL
     ``pause_at`` gives candidate pause positions (samples, e.g. word
     boundaries); by default they are found with :func:`pause_points`.
     ``exclude``: kinds, families (:data:`FAMILIES`) or fault types never to make.
-    ``extra_kinds``: augmentation-only kinds (:data:`EXTRA_KINDS`) added to the draw.
     """
     x = np.asarray(x, dtype=np.float32)
-    kinds = allowed_kinds(exclude, extra_kinds)
+    kinds = allowed_kinds(exclude)
     types = tuple(t for t in types if kinds[t])
     if not types:
         n_faults = 0

@@ -34,17 +34,13 @@ for every tag with >= 3 groups, the first unassigned group holding it (and leavi
 tag it holds another unassigned group, for train) goes to
 ``test`` and the next to ``dev`` (fewest groups first); the rest is ``train``.
 
-Use in the corpus (:func:`event_sound`): an event of a tag the bank has in the
-utterance's split is a clip drawn uniformly from that split, peak-normalised like
-the generated sounds (``nvv_sounds.PEAK_DB`` +-4 dB) and, in train only, resampled
-by a random speed factor in [0.92, 1.08] (pitch and tempo together); any other tag
-keeps the generated sound (``source: generated``).
+The installed bank at run time (its checked index, the draw of an event's clip, extra banks):
+:mod:`pyutils.synth.nvv_bank_index`.
 
 Extra banks (``chorus-synth nvv --nvv-bank-extra DIR``): clips of a user's corpus with event
 spans, e.g. the train speakers of ``chorus-prep deeply_nvv`` (``python -m
 pyutils.synth.nvv_bank from-prep --prep data/deeply_nvv --out corpus/deeply_nvv/bank``),
-built under the recipe's own dir and never shipped; their clips join the bank's clips of
-the same tag and split (:func:`build_from_prep`, :func:`event_sound`).
+built under the recipe's own dir and never shipped (:func:`build_from_prep`).
 """
 
 from __future__ import annotations
@@ -60,18 +56,18 @@ import subprocess
 import sys
 import zipfile
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.io import atomic_dir
+from pyutils.io import atomic_dir, atomic_write
 from pyutils.synth import SAMPLE_RATE
+from pyutils.synth.nvv_bank_index import (EXTRA_DIGEST, INSTALL_TARGET, MANIFEST, BankError, default_dir,
+                                          is_installed, manifest_digest)
+# the runtime names pyutils.nvv_detect.devset imports from here
+from pyutils.synth.nvv_bank_index import _clip_audio, event_sound, load_index  # noqa: F401
 
-REPO = Path(__file__).resolve().parents[2]
-MANIFEST = REPO / "conf" / "nvv_bank.tsv"
-INSTALL_TARGET = "make -C tools nvv_bank"
 COLUMNS = ("clip_id", "tag", "split", "talker", "group", "package", "version", "licence", "path",
            "sha256", "seconds", "yamnet_class", "yamnet_score", "yamnet_top", "status")
 
@@ -90,14 +86,6 @@ EFFECTED = {"hedgewars-data": {"Robot": "vocoded voice pack", "Singer": "sung vo
             "openarena-081-players": {"skelebot": "robot voice", "gargoyle": "creature voice",
                                       "liz": "creature voice", "merman": "creature voice"}}
 FIRST_NON_HUMAN_CLASS = 67          # YAMNet/AudioSet order: 0-66 human sounds, then animals, music, things
-
-
-class BankError(RuntimeError):
-    """Missing package, changed file or missing bank; the message names the package and make target."""
-
-
-def default_dir() -> Path:
-    return Path(os.environ.get("CHORUS_NVV_BANK_DIR") or REPO / "tools" / "models" / "nvv_bank")
 
 
 def sha256_bytes(b: bytes) -> str:
@@ -129,16 +117,11 @@ def read_source(package: str, path: str) -> bytes:
 def decode(b: bytes, sr_out: int = SAMPLE_RATE) -> np.ndarray:
     """Mono float32 at ``sr_out`` from WAV/OGG bytes (libsndfile)."""
     import soundfile as sf
-    from math import gcd
 
-    from scipy.signal import resample_poly
+    from pyutils.audio import resample
 
     x, sr = sf.read(io.BytesIO(b), dtype="float32", always_2d=True)
-    x = x.mean(axis=1)
-    if sr != sr_out:
-        g = gcd(int(sr), sr_out)
-        x = resample_poly(x, sr_out // g, int(sr) // g)
-    return np.asarray(x, dtype=np.float32)
+    return np.asarray(resample(x.mean(axis=1), sr, sr_out), dtype=np.float32)
 
 
 def candidates() -> Iterator[dict]:
@@ -269,14 +252,12 @@ def tagger_classes(tag: str):
 
 
 def write_manifest(rows: List[dict], path: Path = MANIFEST) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         f.write("# Recorded NVV clips: written by `python -m pyutils.synth.nvv_bank manifest`, read by "
                 f"`{INSTALL_TARGET}`; pyutils/synth/nvv_bank.py says how rows are chosen.\n")
         w = csv.DictWriter(f, COLUMNS, delimiter="\t", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
 
 
 def read_manifest(path: Path = MANIFEST) -> List[dict]:
@@ -295,10 +276,6 @@ def read_manifest(path: Path = MANIFEST) -> List[dict]:
 
 
 # ------------------------------------------------------------------ install
-def manifest_digest(path: Path = MANIFEST) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 def install(out: Path, manifest: Path = MANIFEST) -> int:
     """Check, decode and write every used clip (temp dir, then rename). Returns the clip count."""
     from pyutils.synth.audio import trim_silence, write_wav
@@ -344,101 +321,7 @@ def _check_version(package: str) -> None:
               f"the SHA-256 of every clip decides", file=sys.stderr)
 
 
-def is_installed(d: Optional[Path] = None, manifest: Path = MANIFEST) -> bool:
-    d = d or default_dir()
-    f = d / "MANIFEST_DIGEST"
-    return f.is_file() and f.read_text().strip() == manifest_digest(manifest) and (d / "index.jsonl").is_file()
-
-
-# ------------------------------------------------------------------ runtime
-def load_index(d: Optional[str] = None) -> Dict[Tuple[str, str], List[dict]]:
-    """(tag, split) -> clips of the installed bank; BankError naming the make target if absent/stale."""
-    return _load_index(str(Path(d) if d else default_dir()))
-
-
-@lru_cache(maxsize=4)
-def _load_index(d: str) -> Dict[Tuple[str, str], List[dict]]:
-    path = Path(d)
-    if not is_installed(path):
-        raise BankError(f"the NVV sound bank in {path} is missing or was made from another "
-                        f"conf/nvv_bank.tsv; run `{INSTALL_TARGET}` (or use --nvv-sounds generated)")
-    return _verified_rows(path, (path / "index.jsonl").read_text(encoding="utf-8"), f"rerun `{INSTALL_TARGET}`")
-
-
-def _verified_rows(path: Path, index_text: str, remedy: str) -> Dict[Tuple[str, str], List[dict]]:
-    """``{(tag, split): [row]}`` of a bank's index.jsonl text, every clip's SHA-256 checked."""
-    out: Dict[Tuple[str, str], List[dict]] = defaultdict(list)
-    for line in index_text.splitlines():
-        row = json.loads(line)
-        row["wav"] = str(path / f"{row['clip_id']}.wav")
-        try:
-            ok = hashlib.sha256(Path(row["wav"]).read_bytes()).hexdigest() == row["wav_sha256"]
-        except OSError:
-            ok = False
-        if not ok:
-            raise BankError(f"{row['wav']} is missing or changed (SHA-256 differs from {path / 'index.jsonl'}); "
-                            f"{remedy}")
-        out[(row["tag"], row["split"])].append(row)
-    return dict(out)
-
-
-@lru_cache(maxsize=512)
-def _clip_audio(wav: str) -> np.ndarray:
-    from pyutils.synth.audio import read_wav
-
-    x, sr = read_wav(wav)
-    if sr != SAMPLE_RATE:
-        raise BankError(f"{wav}: {sr} Hz, expected {SAMPLE_RATE}; rerun `{INSTALL_TARGET}`")
-    return x
-
-
-def event_sound(tag: str, split: str, rng: np.random.Generator, sr: int = SAMPLE_RATE,
-                bank_dir: Optional[str] = None, extra: Sequence[str] = ()) -> Tuple[np.ndarray, dict]:
-    """Audio of one event and its provenance (``source: recorded|generated``).
-
-    A recorded clip of ``tag`` from ``split`` when the bank (or an ``extra`` bank,
-    :func:`build_from_prep`) has one, drawn uniformly from all of them, else the generated
-    sound of :func:`pyutils.synth.nvv_sounds.synthesize`.
-    """
-    from pyutils.synth.nvv_sounds import PEAK_DB, synthesize
-
-    clips = list(load_index(bank_dir).get((tag, split), []))
-    for d in extra:
-        clips += load_extra(d).get((tag, split), [])
-    if not clips:
-        return synthesize(tag, rng, sr), {"source": "generated"}
-    clip = clips[int(rng.integers(len(clips)))]
-    x = _clip_audio(clip["wav"]).astype(np.float64)
-    if split == "train":
-        from scipy.signal import resample
-
-        factor = rng.uniform(0.92, 1.08)
-        x = resample(x, max(16, int(round(len(x) / factor))))
-    x = x - x.mean()
-    gain = 10 ** ((PEAK_DB[tag] + rng.uniform(-4, 4)) / 20) / (np.abs(x).max() + 1e-12)
-    y = (x * gain).astype(np.float32)
-    n = min(int(0.005 * sr), len(y) // 2)
-    if n > 0:
-        w = np.linspace(0, 1, n, dtype=np.float32)
-        y[:n] *= w
-        y[-n:] *= w[::-1]
-    prov = {"source": "recorded", "clip": clip["clip_id"], "talker": clip["talker"],
-            "package": clip["package"], "version": clip["version"], "licence": clip["licence"],
-            "file": clip["path"]}
-    return y, prov
-
-
-def bank_tags(split: str = "test", bank_dir: Optional[str] = None, extra: Sequence[str] = ()) -> List[str]:
-    tags = {t for (t, s) in load_index(bank_dir) if s == split}
-    for d in extra:
-        tags |= {t for (t, s) in load_extra(d) if s == split}
-    return sorted(tags)
-
-
 # ------------------------------------------------------------------ extra banks (a user's corpus)
-EXTRA_DIGEST = "BANK_DIGEST"
-
-
 def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
                     licence: str = "CC BY-NC-ND 4.0", source: str = "deeply_nvv") -> Dict[str, int]:
     """An extra bank from a ``chorus-prep`` output with event spans (``chorus-prep deeply_nvv``):
@@ -447,6 +330,7 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
     Writes ``OUT/<clip_id>.wav``, ``OUT/index.jsonl`` (the columns of the installed bank) and
     ``OUT/BANK_DIGEST`` (SHA-256 of ``index.jsonl``). Built under a recipe's own dir from a
     user's copy of the corpus, never shipped. Returns clips per tag."""
+    from pyutils.datadir.io import read_kv
     from pyutils.synth.audio import write_wav
 
     prep, counts = Path(prep), defaultdict(int)
@@ -457,8 +341,8 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
             d, evp = prep / split, prep / "events" / f"{split}.jsonl"
             if not (d / "wav.scp").is_file() or not evp.is_file():
                 raise BankError(f"{prep}: no {split}/wav.scp or events/{split}.jsonl (run chorus-prep first)")
-            scp = _read_kv(d / "wav.scp")
-            spk = _read_kv(d / "utt2spk")
+            scp = read_kv(d / "wav.scp")
+            spk = read_kv(d / "utt2spk")
             for n, line in enumerate(evp.read_text(encoding="utf-8").splitlines(), 1):
                 try:
                     row = json.loads(line)
@@ -491,33 +375,6 @@ def build_from_prep(prep: Path, out: Path, splits: Sequence[str] = ("train",),
         (tmp / "index.jsonl").write_text(text, encoding="utf-8")
         (tmp / EXTRA_DIGEST).write_text(hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n")
     return dict(sorted(counts.items()))
-
-
-def _read_kv(path: Path) -> Dict[str, str]:
-    return dict(ln.split(" ", 1) for ln in path.read_text(encoding="utf-8").splitlines() if " " in ln)
-
-
-def extra_digest(d: str) -> str:
-    f = Path(d) / EXTRA_DIGEST
-    if not f.is_file():
-        raise BankError(f"{d}: not an extra NVV bank (no {EXTRA_DIGEST}); build one with "
-                        f"`python -m pyutils.synth.nvv_bank from-prep`")
-    return f.read_text().strip()[:16]
-
-
-def load_extra(d: str) -> Dict[Tuple[str, str], List[dict]]:
-    """(tag, split) -> clips of an extra bank (:func:`build_from_prep`), every file checked."""
-    return _load_extra(str(Path(d).resolve()))
-
-
-@lru_cache(maxsize=4)
-def _load_extra(d: str) -> Dict[Tuple[str, str], List[dict]]:
-    path = Path(d)
-    want = extra_digest(d)
-    text = (path / "index.jsonl").read_text(encoding="utf-8") if (path / "index.jsonl").is_file() else ""
-    if hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] != want:
-        raise BankError(f"{path / 'index.jsonl'} is missing or changed ({EXTRA_DIGEST} differs); build the bank again")
-    return _verified_rows(path, text, "build the bank again")
 
 
 def main(argv=None) -> int:

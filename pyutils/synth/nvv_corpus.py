@@ -50,7 +50,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
     """Every utterance to render, as JSON-serialisable dicts (deterministic in ``seed``).
 
     ``nvv_sounds``: ``generated`` (procedural, :mod:`pyutils.synth.nvv_sounds`) or ``bank``
-    (recorded clips of the split where the bank has the tag, :mod:`pyutils.synth.nvv_bank`).
+    (recorded clips of the split where the bank has the tag, :mod:`pyutils.synth.nvv_bank_index`).
     ``bank_weight`` N > 1 (bank only): each permutation holds the tags the bank has in the
     split N times, the others once, so a share ``N b / (N b + 16 - b)`` of the events is
     recorded for ``b`` bank tags (1: every tag equally frequent, as with generated sounds).
@@ -76,7 +76,7 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int,
         bag: List[str] = []
         deck = list(tags)
         if nvv_sounds == "bank" and bank_weight > 1:
-            from pyutils.synth.nvv_bank import bank_tags
+            from pyutils.synth.nvv_bank_index import bank_tags
 
             have = set(bank_tags(split, extra=bank_extra))
             deck += [t for t in tags if t in have] * (bank_weight - 1)
@@ -174,7 +174,7 @@ def render(item: dict, out_dir: str) -> dict:
             speech_parts.append((len(audio), x))
         else:
             if item.get("nvv_sounds") == "bank":
-                from pyutils.synth.nvv_bank import event_sound
+                from pyutils.synth.nvv_bank_index import event_sound
 
                 x, prov = event_sound(events[val]["tag"], item["split"], rng, sr,
                                       extra=item.get("nvv_bank_extra", ()))

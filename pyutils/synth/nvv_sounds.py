@@ -28,10 +28,6 @@ SR = SAMPLE_RATE
 
 
 # ----------------------------------------------------------------- primitives
-def _t(dur: float, sr: int) -> np.ndarray:
-    return np.arange(int(round(dur * sr))) / sr
-
-
 def _voiced(f0: np.ndarray, sr: int, rng: np.random.Generator, jitter: float = 0.01,
             n_harm: int = 30, tilt_db: float = 12.0) -> np.ndarray:
     """Harmonic source following the f0 track ``f0`` (Hz per sample)."""
@@ -57,11 +53,6 @@ def _band(x: np.ndarray, lo: float, hi: float, sr: int, order: int = 4) -> np.nd
 
 def _lowpass(x: np.ndarray, fc: float, sr: int, order: int = 4) -> np.ndarray:
     sos = signal.butter(order, fc, btype="low", fs=sr, output="sos")
-    return signal.sosfilt(sos, x)
-
-
-def _highpass(x: np.ndarray, fc: float, sr: int, order: int = 4) -> np.ndarray:
-    sos = signal.butter(order, fc, btype="high", fs=sr, output="sos")
     return signal.sosfilt(sos, x)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -34,7 +33,6 @@ GCIN_DIR = os.environ.get("CHORUS_GCIN_DIR", "/usr/share/gcin-voice/ogg")
 SPEAKERS = ("3", "5")
 _TONE_DIGIT = {"ˊ": "2", "ˇ": "3", "ˋ": "4", "˙": "1"}
 _PAUSE = set("，。！？、；：,.!?;:")
-_HANZI = re.compile(r"[\u3400-\u9fff]")
 
 
 class GcinMissing(VoiceBankError):

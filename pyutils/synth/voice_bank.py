@@ -92,7 +92,6 @@ SOURCES = {
     "flite": {"engine": "flite (Debian)", "package": "flite", "model": "CMU clustergen/diphone voices",
               "licence": "BSD-like (CMU)"},
 }
-KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 _KOKORO_SR = 24000
 _KOKORO_MAX_TOKENS = 510
 

@@ -9,7 +9,7 @@ Nothing is trained. For each tagged text ``[laugh] That was fun. [cough]``:
 2. **Render** with the corpus's own renderer (:func:`pyutils.synth.nvv_corpus.render`, not a copy):
    the words between tags spoken by one pretrained voice of the voice bank
    (:mod:`pyutils.synth.voice_bank`: piper joe / Kokoro for en, the recorded gcin syllables for
-   zh), each tag a RECORDED NVV of the bank's *train* split (:func:`pyutils.synth.nvv_bank.event_sound`:
+   zh), each tag a RECORDED NVV of the bank's *train* split (:func:`pyutils.synth.nvv_bank_index.event_sound`:
    never a clip of the dev/test splits, so the talkers of the corpus's test recordings are never
    spliced in) where the bank has the tag, else the generated sound of
    :mod:`pyutils.synth.nvv_sounds`; short pauses between the parts (50-200 ms), one gain for all
@@ -351,7 +351,7 @@ def synth(texts: Dict[str, str], tokens: Dict[str, str], utt2spk: Dict[str, str]
     ``out_dir/durations.<job>`` (samples per token) and ``out_dir/nvv_sources.<job>.jsonl``."""
     from pyutils.io import atomic_write_lines
     from pyutils.synth.audio import read_wav, write_wav
-    from pyutils.synth.nvv_bank import load_index
+    from pyutils.synth.nvv_bank_index import load_index
     from pyutils.synth.nvv_corpus import render
 
     allowed = {r["clip_id"] for (_, split), rows in load_index().items() if split == NVV_SPLIT for r in rows}

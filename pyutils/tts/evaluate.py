@@ -40,7 +40,7 @@ import soundfile as sf
 from pyutils.io import atomic_write, atomic_write_lines, read_scp, write_jsonl
 from pyutils.io import read_text as _read_text
 from pyutils.audio import resample
-from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half, tag_counts
+from pyutils.tts.metrics import cosine, frechet_distance, per_tag_table, split_half
 
 SR = 16000
 _T0 = __import__("time").time()

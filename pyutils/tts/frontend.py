@@ -335,9 +335,6 @@ class Frontend:
             result.append(split_tag_parts(toks, self.tag_parts))
         return result
 
-    def tokenize(self, text: str) -> List[str]:
-        return self.tokenize_many([text])[0]
-
 
 def tokenize_text_file(in_path: str, out_path: str, lang: str, token_type: str,
                        pauses: bool = False, tag_parts: int = 1) -> int:

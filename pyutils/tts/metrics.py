@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 from scipy import linalg

@@ -40,7 +40,8 @@ import sys
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from pyutils.vc.kvio import read_kv, write_kv
+from pyutils.datadir import read_kv, write_kv
+from pyutils.io import atomic_write_lines
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+\.wav$")
 
@@ -222,7 +223,6 @@ def write_pair_dirs(pairs: Iterable[Pair], out_src: str, out_ref: str,
     path). Returns (number of pairs, number with a transcript).
     """
     pairs = sorted(pairs, key=lambda p: p.pair_id)
-    n_text = 0
     for out, side in ((out_src, "source"), (out_ref, "target")):
         os.makedirs(out, exist_ok=True)
         wav = {p.pair_id: getattr(p, side) for p in pairs}
@@ -238,8 +238,8 @@ def write_pair_dirs(pairs: Iterable[Pair], out_src: str, out_ref: str,
         write_kv(os.path.join(out_src, "text"), text)
     elif os.path.exists(os.path.join(out_src, "text")):
         os.remove(os.path.join(out_src, "text"))
-    table = {p.pair_id: f"{p.source}\t{p.target}\t{p.name}" for p in pairs}
-    write_kv(os.path.join(out_src, "pairs.tsv"), table, sep="\t")
+    atomic_write_lines(os.path.join(out_src, "pairs.tsv"),
+                       [f"{p.pair_id}\t{p.source}\t{p.target}\t{p.name}\n" for p in pairs])
     return len(pairs), n_text
 
 

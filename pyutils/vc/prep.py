@@ -22,8 +22,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from pyutils.datadir import spk2utt_from_utt2spk
-from pyutils.vc.kvio import read_kv, write_kv
+from pyutils.datadir import read_kv, spk2utt_from_utt2spk, write_kv
 
 _PER_UTT = ("wav.scp", "text", "utt2spk", "utt2dur", "text.orig")
 

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from pyutils.vc.kvio import read_kv, write_kv
+from pyutils.datadir import read_kv, write_kv
 
 
 def _num_samples(entry: str) -> int:
