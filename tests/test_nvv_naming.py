@@ -20,7 +20,7 @@ class FixedEvidence:
     def __init__(self, log_y, w):
         self.log_y, self.w = np.asarray(log_y, float), (None if w is None else np.asarray(w, float))
 
-    def features(self, crops, known_min=0.0):
+    def features(self, crops, known_min=0.0, decisive=None):
         n = len(crops)
         return {"log_y": self.log_y[:n], "w": None if self.w is None else self.w[:n], "emb": None}
 
@@ -40,7 +40,7 @@ def test_zero_shot_fusion_is_the_weighted_sum_of_log_scores():
 def test_events_are_renamed_or_dropped_below_min_prob():
     audio = np.zeros(16000 * 4, dtype=np.float32)
     events = [{"utt_id": "u", "tag": "cough", "start": 0.5, "end": 1.0, "score": 0.9},
-              {"utt_id": "u", "tag": "cough", "start": 2.0, "end": 2.5, "score": 0.8}]
+              {"utt_id": "u", "tag": "cough", "start": 3.0, "end": 3.5, "score": 0.8}]
     # event 1: YAMNet says laugh clearly; event 2: no source prefers any tag
     ev = FixedEvidence(np.log([[0.9, 0.05, 0.05], [0.34, 0.33, 0.33]]), None)
     out = name_events(Namer(TAGS, a_h=0.0, min_prob=0.5), ev, audio, events)
@@ -164,6 +164,18 @@ def test_close_events_are_merged_into_one_span_before_naming():
                                                                           ("laugh", 3.0, 3.5, 0.7)]
     assert m[0]["probs"] == {"cough": 0.8} and "_parts" not in m[0]
     assert len(merge_close(ev, 0.1)) == 3
+    # name_events: zero-shot merges within MERGE_GAP_S (1.0 s: the game-trained heads cut a real
+    # sound into pieces), a fitted namer within FITTED_MERGE_GAP_S (0.3 s)
+    from pyutils.nvv_detect.naming import FITTED_MERGE_GAP_S, MERGE_GAP_S
+
+    assert FITTED_MERGE_GAP_S < 0.6 < MERGE_GAP_S
+    two = [{"utt_id": "u", "tag": "cough", "start": 1.0, "end": 1.2, "score": 0.5},
+           {"utt_id": "u", "tag": "cough", "start": 1.8, "end": 2.0, "score": 0.5}]
+    fixed = FixedEvidence(np.log([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05]]), None)
+    audio = np.zeros(16000 * 3, dtype=np.float32)
+    assert len(name_events(Namer(TAGS), fixed, audio, two)) == 1
+    fitted = Namer(TAGS, W=np.zeros((6, 3)), b=np.zeros(3), mu=np.zeros(6), sigma=np.ones(6))
+    assert fitted.fitted and len(name_events(fitted, fixed, audio, two)) == 2
 
 
 def test_fit_cli_writes_a_namer_that_names_events(tmp_path):
@@ -199,3 +211,27 @@ def test_zero_shot_namer_leaves_unrecognised_sounds_to_the_heads():
     assert p[0].argmax() == 0                    # YAMNet recognises a laugh: it names the event
     assert np.allclose(p[1], [0.1, 0.1, 0.8])    # no class reaches 0.3: the heads' distribution stays
     assert Namer(TAGS, known_min=0.0).probs(ev, heads)[1].argmax() == 2   # YAMNet alone: sigh 0.25
+
+
+def test_whisper_is_asked_only_where_yamnet_is_unsure():
+    from pyutils.nvv_detect.naming import YAMNET_DECISIVE, Evidence
+
+    class Scorer:                                # stands in for Whisper: counts the crops it is given
+        asked = []
+
+        def scores(self, crops):
+            self.asked += [float(c[0]) for c in crops]
+            return np.zeros((len(crops), len(TAGS)))
+
+    ev = Evidence.__new__(Evidence)
+    ev.tags, ev.whisper = TAGS, Scorer()
+    y = np.array([[0.9, 0.05, 0.05],             # decisive: log 0.9 - log 0.05 = 2.9
+                  [0.5, 0.4, 0.1],               # unsure: 0.22
+                  [0.1, 0.05, 0.05]])            # not recognised (< known_min)
+    ev.yamnet = lambda crops: (y[:len(crops)], None)
+    crops = [np.full(10, i, np.float32) for i in range(3)]
+    f = ev.features(crops, known_min=0.3, decisive=YAMNET_DECISIVE)
+    assert ev.whisper.asked == [1.0] and np.allclose(f["log_y"], np.log(y))
+    ev.whisper.asked = []
+    ev.features(crops)                           # a fitted namer reads every crop's Whisper scores
+    assert ev.whisper.asked == [0.0, 1.0, 2.0]

@@ -18,7 +18,9 @@ from three sources over the challenge tags ``k``:
   ``probs``; absent: a flat distribution, i.e. no vote).
 
 Zero-shot fusion (product of experts), ``z_k = log y_k + a_w (w_k - lse w) + a_h log h_k``
-(``a_w`` 0.3, ``a_h`` 0), applied where YAMNet recognises the sound, ``max_k y_k >= KNOWN_MIN``;
+(``a_w`` 0.3, ``a_h`` 0), applied where YAMNet recognises the sound, ``max_k y_k >= KNOWN_MIN``
+(Whisper, the costlier source, is asked only where YAMNet's top two tags lie within
+``YAMNET_DECISIVE`` of each other in ``log y``);
 elsewhere the heads' own distribution ``z_k = log h_k`` stays (a sound no AudioSet class
 matches, e.g. the mini corpus's generated sounds, is left to the detector). A fitted namer
 (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet embedding]`` of
@@ -53,8 +55,16 @@ KNOWN_MIN = 0.3
 #: a fitted namer: the heads were trained on the same real corpus, their posteriors weigh as much
 #: as the namer's (Deeply NVV test speakers in speech: namer alone 55.77, heads alone 68.99, both 72.79)
 FITTED_A_H = 1.0
-#: detected events closer than this (s) are one sound, named once (:func:`merge_close`)
-MERGE_GAP_S = 0.3
+#: zero-shot: where YAMNet's best tag leads the second by this much in ``log y``, Whisper is not
+#: asked (its weighted term would have to differ by 1 / a_w = 3.3 nats the other way: on 438 real
+#: Deeply NVV clips it never did, and 17-21 % of the clips skip the costlier source)
+YAMNET_DECISIVE = 1.0
+#: detected events closer than this (s) are one sound, named once (:func:`merge_close`). Zero-shot
+#: (the heads learned from game and generated sounds and cut a real cough or laugh into pieces):
+#: 1.0 s (Deeply NVV test speakers in speech 38.82 -> 42.46 against 0.3 s; alone, the right tag
+#: alone 33 % -> 36 %; the mini test 73.07 -> 69.72). A fitted namer (heads trained on the same
+#: real corpus find whole sounds): 0.3 s (1.0 s: 54.69 -> 51.28 with the default heads)
+MERGE_GAP_S, FITTED_MERGE_GAP_S = 1.0, 0.3
 EMBED_DIM = 1024
 
 #: challenge tag -> the AudioSet classes that name it (YAMNet's display names)
@@ -124,13 +134,20 @@ class Evidence:
         w = np.concatenate([self.whisper.scores(crops[i:i + 8]) for i in range(0, len(crops), 8)])
         return w - _lse(w)
 
-    def features(self, crops: Sequence[np.ndarray], known_min: float = 0.0) -> Dict[str, Optional[np.ndarray]]:
+    def features(self, crops: Sequence[np.ndarray], known_min: float = 0.0,
+                 decisive: Optional[float] = None) -> Dict[str, Optional[np.ndarray]]:
         """The evidence of each crop; Whisper runs only on the crops where YAMNet reaches
-        ``known_min`` (the others' ``w`` rows are 0: the zero-shot namer does not read them)."""
+        ``known_min`` and, with ``decisive``, where YAMNet's best tag leads the second by less than
+        ``decisive`` in ``log y`` (the others' ``w`` rows are 0: the zero-shot namer does not read
+        them, or has YAMNet's choice)."""
         y, emb = self.yamnet(crops)
         w = None
         if self.whisper is not None:
-            rows = np.flatnonzero(y.max(axis=1) >= known_min) if len(crops) else np.zeros(0, dtype=int)
+            ask = y.max(axis=1) >= known_min
+            if decisive is not None and y.shape[1] > 1:
+                top2 = np.sort(np.log(y), axis=1)[:, -2:]
+                ask &= (top2[:, 1] - top2[:, 0]) < decisive
+            rows = np.flatnonzero(ask) if len(crops) else np.zeros(0, dtype=int)
             w = np.zeros((len(crops), len(self.tags)))
             if len(rows):
                 w[rows] = self.whisper_scores([crops[i] for i in rows])
@@ -215,7 +232,7 @@ def heads_matrix(events: Sequence[dict], tags: Sequence[str]) -> Optional[np.nda
     return out
 
 
-def merge_close(events: List[dict], gap_s: float = MERGE_GAP_S) -> List[dict]:
+def merge_close(events: List[dict], gap_s: float = FITTED_MERGE_GAP_S) -> List[dict]:
     """Events of one utterance whose gap is at most ``gap_s`` become one span, whatever their tags
     (the heads cut one real sound into runs of different tags: it is named once); the merged
     event keeps the tag and ``probs`` of its longest part, its ``score`` the maximum."""
@@ -236,18 +253,22 @@ def merge_close(events: List[dict], gap_s: float = MERGE_GAP_S) -> List[dict]:
 
 
 def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: List[dict],
-                merge_gap_s: float = MERGE_GAP_S) -> List[dict]:
-    """The events of one utterance, close ones merged (:func:`merge_close`), renamed (``tag``;
+                merge_gap_s: Optional[float] = None) -> List[dict]:
+    """The events of one utterance, close ones merged (:func:`merge_close`; ``merge_gap_s`` None:
+    ``MERGE_GAP_S`` zero-shot, ``FITTED_MERGE_GAP_S`` with a fitted namer), renamed (``tag``;
     ``detected_as`` keeps the detector's tag, ``name_p`` the fused probability); those below
     ``min_prob`` dropped."""
     if not events:
         return []
+    if merge_gap_s is None:
+        merge_gap_s = FITTED_MERGE_GAP_S if namer.fitted else MERGE_GAP_S
     if merge_gap_s >= 0:
         events = merge_close(events, merge_gap_s)
     crops = [crop(audio, float(e["start"]), float(e["end"])) for e in events]
     heads = heads_matrix(events, namer.tags)
     gate = namer.known_min if (heads is not None and not namer.fitted) else 0.0
-    p = namer.probs(evidence.features(crops, gate), heads)
+    decisive = None if namer.fitted else YAMNET_DECISIVE
+    p = namer.probs(evidence.features(crops, gate, decisive), heads)
     out = []
     for e, row in zip(events, p):
         k = int(row.argmax())
@@ -307,8 +328,9 @@ def main(argv=None) -> int:
     n.add_argument("--no-whisper", action="store_true", help="YAMNet (and the heads) only")
     n.add_argument("--known-min", type=float, default=KNOWN_MIN,
                    help="zero-shot: the heads' tag stays where no tag's AudioSet class reaches this YAMNet score (0: never)")
-    n.add_argument("--merge-gap", type=float, default=MERGE_GAP_S,
-                   help="merge detected events this close (s) into one before naming (negative: never)")
+    n.add_argument("--merge-gap", type=float, default=None,
+                   help=f"merge detected events this close (s) into one before naming (negative: never; default "
+                        f"{MERGE_GAP_S} zero-shot, {FITTED_MERGE_GAP_S} with a fitted --model)")
     n.add_argument("--threads", type=int, default=1)
     f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag)")
     f.add_argument("--data", type=Path, action="append", required=True)
