@@ -441,7 +441,7 @@ if in_stage 7 evaluate; then
     --note "Recipe: egs/vivc, preset=${preset}, task=${task}, corpus=${corpus} (${corpus_dir}).$([ "${oracle_text}" = true ] && echo " DIAGNOSIS RUN (--oracle_text true): the TTS read the true source transcripts, not the ASR's; not a conversion system.")" \
     --note "${_models_note}" \
     --wer-by "$([ "${wer_asr}" = judge ] && echo "the pretrained Whisper base judge (pyutils/whisper/judge.py, never trained on Chorus data; VLSP scores with a pretrained ASR too, so the judge is the faithful proxy)" || echo "the recipe's own ASR (trained on this corpus: a lenient listener)")" \
-    --note "Run: $(date -u '+%Y-%m-%d %H:%M UTC'), host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s."
+    --note "Run: host load $(cut -d' ' -f1-3 /proc/loadavg), $(env -u OMP_NUM_THREADS nproc) CPUs, elapsed so far ${SECONDS}s."
   log "stage 7: ${_report}"
   ${decode_cmd} "${vc_exp}/log/report_check.log" \
     python -m pyutils.vc.report --check "${_report}"

@@ -110,7 +110,7 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                "the per-kind tables of `pyutils.sqa.breakdown`; the scores are in the RESULTS.md of the same run.",
                ""]
     n_header = len(details)
-    lines.append(f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node() or 'host'}"
+    lines.append(f"Generated on {platform.node() or 'host'}"
                  f" ({os.cpu_count()} CPUs). Final = 0.40 PCC + 0.30 F1_macro + 0.30 IoU_macro "
                  "(`chorus-score sqa`, 20 ms grid).")
     if wall_seconds:

@@ -8,7 +8,6 @@ recordings, so a reader sees each tool's own error), and the per-tag table.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import re
@@ -225,7 +224,6 @@ def _cascade_summary(exp: str) -> List[str]:
 
 def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], align_stats: str = "",
            stage_times: str = "") -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
         load = os.getloadavg()
         load_s = f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
@@ -234,7 +232,7 @@ def render(exp: str, config: str, lang: str, preset: str, sets: List[tuple], ali
     cascade = _cascade_summary(exp)
     out = [f"# NVV TTS results ({lang}, preset {preset})", "",
            f"- experiment: `{exp}`" + ("" if cascade else f"; config: `{config}`"),
-           f"- written {now} on `{socket.gethostname()}` with {os.cpu_count()} CPU cores, "
+           f"- written on `{socket.gethostname()}` with {os.cpu_count()} CPU cores, "
            f"load average (1/5/15 min) {load_s}"]
     if cascade:
         out += cascade + [""]
