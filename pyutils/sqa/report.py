@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import sys
-import time
 
 from pyutils.jobs.stage_times import markdown as stage_times_markdown
 from pyutils.sqa.common import FAULTS
