@@ -13,7 +13,7 @@ NVVs: the recorded clips of ``tools/models/nvv_bank`` of the same split (``dev``
 ``test``; talker groups disjoint from ``train``, see :mod:`pyutils.synth.nvv_bank`), i.e.
 laugh, cough, moan, hum and gasp. No other tag has a recording, so no other tag is in
 these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.yamnet_detector`)
-cycles through all 16 tags with :func:`pyutils.synth.nvv_bank.event_sound`: a bank train
+cycles through all 16 tags with :func:`pyutils.synth.nvv_bank_index.event_sound`: a bank train
 clip (speed-perturbed) where the bank has the tag, the generated sound otherwise.
 
 Construction (deterministic: ``numpy.random.default_rng(SEEDS[split])``): each segment
@@ -112,7 +112,7 @@ def segments(split: str, conf: dict | None = None) -> List[Tuple[str, np.ndarray
 
 
 def bank_clips(split: str) -> List[dict]:
-    from pyutils.synth.nvv_bank import load_index
+    from pyutils.synth.nvv_bank_index import load_index
 
     clips = [c for (tag, s), rows in sorted(load_index().items()) if s == split for c in rows]
     if not clips:
@@ -189,7 +189,7 @@ def _spliced_utt(x, words, inserts: list, n_pauses: int, rng, utt_id: str, seg_i
 
 def build(split: str, variants: int = 6) -> List[dict]:
     """The utterances of a split: ``[{"utt_id", "audio", "events", "text", "spk"}]``."""
-    from pyutils.synth.nvv_bank import _clip_audio, event_sound
+    from pyutils.synth.nvv_bank_index import _clip_audio, event_sound
     from pyutils.tags import challenge_tags
 
     if split not in SPLITS:

@@ -65,8 +65,6 @@ from pyutils.io import atomic_dir, atomic_write
 from pyutils.synth import SAMPLE_RATE
 from pyutils.synth.nvv_bank_index import (EXTRA_DIGEST, INSTALL_TARGET, MANIFEST, BankError, default_dir,
                                           is_installed, manifest_digest)
-# the runtime names pyutils.nvv_detect.devset imports from here
-from pyutils.synth.nvv_bank_index import _clip_audio, event_sound, load_index  # noqa: F401
 
 COLUMNS = ("clip_id", "tag", "split", "talker", "group", "package", "version", "licence", "path",
            "sha256", "seconds", "yamnet_class", "yamnet_score", "yamnet_top", "status")
