@@ -13,9 +13,10 @@ from tagged transcripts alone, on a ``chorus-synth nvv`` corpus whose event time
 2. Whisper frames of the train (first ``--max-train``), dev and test splits
    (:mod:`pyutils.nvv_detect.whisper_frames`, cached ``WORK/wf_<split>.npz``).
 3. Detectors on the same frames, seed and ensemble (:func:`pyutils.nvv_detect.frame_heads.train_head`):
-   ``times`` (frame cross-entropy on the true events, thresholds on the dev split's true events) and
-   ``windows`` (``--labels windows`` on the derived train windows, thresholds on the dev split's
-   derived windows: no true time is used).
+   ``times`` (frame cross-entropy on the true events, thresholds on the dev split's true events),
+   ``spans`` (``--labels spans``: the same loss on the derived train windows taken as the sounds'
+   spans) and ``windows`` (``--labels windows``: the windows loss); the last two tune their
+   thresholds on the dev split's derived windows: no true time is used).
 4. Each detector's events on the test split, placed on one cached frozen-Whisper decoding of it
    (``pyutils.asr.cascade --details``, as ``benchmarks/bench_cascade_detector.py`` does), scored by
    ``chorus-score track1`` against the test references.
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
     ap.add_argument("--heads", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=0, help="epochs per head (0: frame_heads.epochs_per_head)")
-    ap.add_argument("--variants", default="times,windows", help="comma-separated: times, windows, windows-as-times")
+    ap.add_argument("--variants", default="times,spans,windows", help="comma-separated: times, windows, spans")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-pad", dest="pad", action="store_false",
                     help="derive the windows from unpadded Whisper encodings (weak_labels --no-pad)")
@@ -174,7 +175,7 @@ def main(argv=None) -> int:
     rows = [("no detector", None, score(a.work, "none", None, fr["test"], details, refs, a.lang))]
     fits = {"times": ([fr["train"]], [fr["dev"]], "times"),
             "windows": ([ws["train"]], [ws["dev"]], "windows"),
-            "windows-as-times": ([("corpus", *ws["train"][1:])], [ws["dev"]], "times")}
+            "spans": ([ws["train"]], [ws["dev"]], "spans")}
     for v in a.variants.split(","):
         tr, dv, labels = fits[v]
         det, rep = train_head(tr, dv, threads=a.threads, seed=a.seed, heads=a.heads, epochs=a.epochs or None,

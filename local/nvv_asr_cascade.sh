@@ -15,7 +15,7 @@
 #   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads;
 #     yamnet: pyutils.nvv_detect.yamnet_detector, also per-tag sources)
 #     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
-#     --detector_labels transcript: --labels windows (the windows loss); with real corpora, --detector_labels
+#     --detector_labels transcript: --labels spans (each tag window taken as the sound's span); with real corpora, --detector_labels
 #     times and no real-NVV sets: the shipped detector;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.detect) -> frozen Whisper base
@@ -159,7 +159,7 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
       [ "${detector_embed}" = true ] && _det_args+=(--embed)
     else
       _det_mod=pyutils.nvv_detect.frame_heads _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
-      [ "${_det_labels}" = transcript ] && _det_args+=(--labels windows)
+      [ "${_det_labels}" = transcript ] && _det_args+=(--labels spans)
       if [ "${detector}" = whisper_yamnet ]; then
         for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz "${_featdir}"/deeply_{train,dev}.*.npz; do
           [ -f "${f}" ] && _det_args+=(--yamnet-feats "${f}")

@@ -52,7 +52,7 @@ detector_layers=5        # cascade, --detector whisper*: the encoder blocks whos
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_labels=auto     # cascade: the detector's labels: times (exact event times, the mini corpus's events/) |
                          # transcript (tag windows from the train/dev sets' tagged transcripts, frozen Whisper forced
-                         # to each: pyutils.nvv_detect.weak_labels); auto: times for the mini corpus, transcript for
+                         # to each, pyutils.nvv_detect.weak_labels; fitted as the sounds' spans); auto: times for the mini corpus, transcript for
                          # real corpora (--corpus NAME; --detector whisper*)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false

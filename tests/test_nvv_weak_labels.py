@@ -253,9 +253,9 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
             assert overlap >= 0.5 * (e - s) and row["end"] - row["start"] < (e - s) + 1.5, (row, s, e)
     # stage 5: fitted on those windows, not the shipped detector copied
     report = json.loads((exp / "detector_report.json").read_text())
-    assert report["labels"] == "windows" and report["train_utts"] == 6 and report["train_windows"] == 6
+    assert report["labels"] == "spans" and report["train_utts"] == 6 and report["train_windows"] == 6
     assert report["dev_utts"] == 3
     shipped = ROOT / "pyutils" / "nvv_detect" / "nvv_detector.npz"
     assert sha256_file(exp / "nvv_detector.npz") != sha256_file(shipped)
     log = (exp / "log" / "train_detector.log").read_text()
-    assert "--labels windows" in log.splitlines()[0] or "--labels windows" in log
+    assert "--labels spans" in log

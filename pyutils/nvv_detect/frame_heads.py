@@ -21,9 +21,11 @@ Fit: minimise ``-sum_f w_f log P(y_f | f) / sum_f w_f`` by Adam (``EPOCHS`` pass
 decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else ``none``
 (:func:`pyutils.nvv_detect.whisper_frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
 talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
-With ``--labels windows`` (tagged transcripts: :mod:`pyutils.nvv_detect.weak_labels`) the events
-are windows that hold the sound somewhere: each frame's posterior mass on its allowed classes
-(``none`` away from every window, ``none`` or the tag inside one) plus a pooled term per window
+Tag windows from tagged transcripts (:mod:`pyutils.nvv_detect.weak_labels`): ``--labels spans``
+takes each window as the sound's span (the frame cross-entropy above; the recipe's
+``--detector_labels transcript``); ``--labels windows`` as a window that holds the sound
+somewhere: each frame's posterior mass on its allowed classes (``none`` away from every window,
+``none`` or the tag inside one) plus a pooled term per window
 (:func:`pyutils.nvv_detect.weak_labels.window_loss`).
 
 Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
@@ -298,9 +300,10 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
     utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
     ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
-    :func:`epochs_per_head`; ``labels``: ``times`` (the events are exact: frame cross-entropy) or
-    ``windows`` (the events are windows that hold the sound somewhere, e.g. from tagged transcripts
-    (:mod:`pyutils.nvv_detect.weak_labels`; sets of kind ``weak``): the windows loss)."""
+    :func:`epochs_per_head`; ``labels``: ``times`` (the events are exact: frame cross-entropy),
+    ``spans`` (windows from tagged transcripts, :mod:`pyutils.nvv_detect.weak_labels`, sets of kind
+    ``weak``, taken as the sounds' spans: the same frame cross-entropy) or ``windows`` (the events are
+    windows that hold the sound somewhere: the windows loss)."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
@@ -324,11 +327,11 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
 
         fids = np.asarray(default_feature_ids(YamNet.load()), dtype=np.int64)
     classes = ["none"] + list(challenge_tags())
-    if labels not in ("times", "windows"):
-        raise DetectorError(f"labels must be times or windows, got {labels!r}")
+    if labels not in ("times", "windows", "spans"):
+        raise DetectorError(f"labels must be times, windows or spans, got {labels!r}")
     if labels == "times" and any(kind == "weak" for kind, _, _ in train_sets):
         raise DetectorError("a train set of tag windows (kind weak, pyutils.nvv_detect.weak_labels) has no exact "
-                            "event times: fit it with --labels windows")
+                            "event times: fit it with --labels spans or windows")
     tr, n_windows = [], 0
     for kind, _, rows in train_sets:
         for u, x, ev in join_inputs(rows, yamnet, fids):
@@ -339,6 +342,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
                 n_windows += len(lab.bags)
             else:
                 lab = frame_labels(len(x), ev, classes)
+                n_windows += len(ev) if labels == "spans" else 0
             tr.append((x, lab, real_weight if kind == "real" else 1.0))
     dev, real_ids = [], []
     for kind, _, rows in dev_sets:
@@ -347,7 +351,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
         real_ids += [u for u, _, _ in part] if kind == "real" else []
     epochs = epochs or epochs_per_head(heads, len(tr))
     log(f"train: {len(tr)} utterances ({sum(len(x) for x, _, _ in tr)} frames"
-        f"{f', {n_windows} tag windows' if labels == 'windows' else ''}), dev: {len(dev)} ({len(real_ids)} real); "
+        f"{f', {n_windows} tag windows' if labels != 'times' else ''}), dev: {len(dev)} ({len(real_ids)} real); "
         f"{heads} head(s) x {epochs} epochs")
     fitted, norm = {}, None
     for j in range(heads):
@@ -371,7 +375,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
               "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
               "real_weight": real_weight, "epochs": epochs, "heads": heads, "seed": seed, "tune_on": tune_on,
               "labels": labels, "train_kinds": sorted({k for k, _, _ in train_sets}),
-              **({"train_windows": n_windows} if labels == "windows" else {}),
+              **({"train_windows": n_windows} if labels != "times" else {}),
               "seconds": round(time.time() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)}, "dev_counts": counts,
               "dev_prf": {t: [round(v, 3) for v in prf(*c)] for t, c in sorted(counts.items())},
@@ -416,9 +420,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
     ap.add_argument("--heads", type=int, default=HEADS, help="an ensemble of this many heads, posteriors averaged")
-    ap.add_argument("--labels", choices=("times", "windows"), default="times",
-                    help="the train sets' events: exact times (frame cross-entropy) or windows that hold the sound "
-                         "(tag windows of pyutils.nvv_detect.weak_labels: the windows loss)")
+    ap.add_argument("--labels", choices=("times", "windows", "spans"), default="times",
+                    help="the train sets' events: exact times (frame cross-entropy), tag windows of "
+                         "pyutils.nvv_detect.weak_labels taken as the sounds' spans (the same loss: spans) or "
+                         "as windows that hold the sound somewhere (the windows loss: windows)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.audio_tagger import TaggerError
