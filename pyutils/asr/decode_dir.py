@@ -72,7 +72,6 @@ def read_recipe_options(path: str) -> dict:
     return opts
 
 
-
 def recipe_command(recipe_opts, exp, work, name, inference_model, gpu=False, nj=None, inference_config=None):
     """The ``local/nvv_asr.sh`` command line that dumps set ``name`` under ``work`` and decodes it
     with the trained model ``exp`` (stages 2-6, training skipped); ``recipe_opts`` are the options
@@ -91,6 +90,7 @@ def recipe_command(recipe_opts, exp, work, name, inference_model, gpu=False, nj=
     if inference_config:
         cmd += ["--inference_config", os.path.abspath(inference_config)]
     return cmd
+
 
 def main(argv=None) -> int:
     from pyutils.cli_types import tolerant_output

@@ -232,7 +232,7 @@ def heads_matrix(events: Sequence[dict], tags: Sequence[str]) -> Optional[np.nda
     return out
 
 
-def merge_close(events: List[dict], gap_s: float = FITTED_MERGE_GAP_S) -> List[dict]:
+def merge_close(events: List[dict], gap_s: float) -> List[dict]:
     """Events of one utterance whose gap is at most ``gap_s`` become one span, whatever their tags
     (the heads cut one real sound into runs of different tags: it is named once); the merged
     event keeps the tag and ``probs`` of its longest part, its ``score`` the maximum."""
@@ -260,15 +260,18 @@ def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: Lis
     ``min_prob`` dropped."""
     if not events:
         return []
+    zero_shot = not namer.fitted
     if merge_gap_s is None:
-        merge_gap_s = FITTED_MERGE_GAP_S if namer.fitted else MERGE_GAP_S
+        merge_gap_s = MERGE_GAP_S if zero_shot else FITTED_MERGE_GAP_S
     if merge_gap_s >= 0:
         events = merge_close(events, merge_gap_s)
     crops = [crop(audio, float(e["start"]), float(e["end"])) for e in events]
     heads = heads_matrix(events, namer.tags)
-    gate = namer.known_min if (heads is not None and not namer.fitted) else 0.0
-    decisive = None if namer.fitted else YAMNET_DECISIVE
-    p = namer.probs(evidence.features(crops, gate, decisive), heads)
+    if zero_shot:   # Whisper only where YAMNet recognises the sound (with heads to fall back on) and is unsure
+        ev = evidence.features(crops, namer.known_min if heads is not None else 0.0, YAMNET_DECISIVE)
+    else:           # a fitted namer reads every crop's evidence
+        ev = evidence.features(crops)
+    p = namer.probs(ev, heads)
     out = []
     for e, row in zip(events, p):
         k = int(row.argmax())

@@ -98,6 +98,7 @@ class WhisperLabelScorer:
             for text in FORMS[tag]:
                 self.forms.append(tok.encode(" " + text) + [tok.eot])
                 self.form_tag.append(k)
+        self._tree = self._trie()
 
     def _encode(self, crops: Sequence[np.ndarray]):
         import torch
@@ -154,8 +155,6 @@ class WhisperLabelScorer:
         import torch
         import torch.nn.functional as F
 
-        if not hasattr(self, "_tree"):
-            self._tree = self._trie()
         tokens, depth, allowed, ctx = self._tree
         dec = self.model.decoder
         toks = torch.tensor(tokens)[None]
