@@ -213,6 +213,23 @@ def test_zero_shot_namer_leaves_unrecognised_sounds_to_the_heads():
     assert Namer(TAGS, known_min=0.0).probs(ev, heads)[1].argmax() == 2   # YAMNet alone: sigh 0.25
 
 
+def test_zero_shot_drops_unrecognised_events_the_heads_are_unsure_of():
+    from pyutils.nvv_detect.naming import UNKNOWN_MIN_SCORE
+
+    audio = np.zeros(16000 * 6, dtype=np.float32)
+    probs = {"laugh": 0.1, "cough": 0.1, "sigh": 0.8}
+    events = [{"utt_id": "u", "tag": "sigh", "start": 0.5, "end": 1.0, "score": 0.9, "probs": probs},
+              {"utt_id": "u", "tag": "sigh", "start": 3.0, "end": 3.5, "score": UNKNOWN_MIN_SCORE - 0.1,
+               "probs": probs},
+              {"utt_id": "u", "tag": "sigh", "start": 5.0, "end": 5.5, "score": 0.2, "probs": probs}]
+    # events 1 and 2: no AudioSet class reaches known_min; event 3: YAMNet hears a laugh
+    ev = FixedEvidence(np.log([[0.1, 0.1, 0.1], [0.1, 0.1, 0.1], [0.9, 0.05, 0.05]]), None)
+    out = name_events(Namer(TAGS, known_min=0.3), ev, audio, events)
+    assert [(e["start"], e["tag"]) for e in out] == [(0.5, "sigh"), (5.0, "laugh")]
+    # no YAMNet gate (known_min 0): YAMNet names every event, nothing is left to the heads
+    assert len(name_events(Namer(TAGS, known_min=0.0), ev, audio, events)) == 3
+
+
 def test_whisper_is_asked_only_where_yamnet_is_unsure():
     from pyutils.nvv_detect.naming import YAMNET_DECISIVE, Evidence
 
