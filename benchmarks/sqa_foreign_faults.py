@@ -495,12 +495,12 @@ def model_configs(model_dir: str) -> tuple:
         if feats is None:
             with open(os.path.join(dump_test, "feats_config.json"), encoding="utf-8") as f:
                 feats = json.load(f)
-        if embed is None and (model.cfg.embed_dim > 0 or model.cfg.frames_dim > 0):
+        if embed is None and model.cfg.embed_dim > 0:
             with open(os.path.join(dump_test, "embed_config.json"), encoding="utf-8") as f:
                 embed = json.load(f)
     except (OSError, ValueError) as e:
         raise BenchError(f"{model_dir}/model.pt stores no feature config and {e}") from None
-    if model.cfg.embed_dim == 0 and model.cfg.frames_dim == 0:
+    if model.cfg.embed_dim == 0:
         embed = None
     return feats, embed
 
@@ -508,7 +508,7 @@ def model_configs(model_dir: str) -> tuple:
 def concat_pieces(outdir: str, names: list) -> None:
     """``<name>.1[.scp]`` -> ``<name>[.scp]`` sorted, as stage 2 does with nj=1."""
     for name in names:
-        src, dst = (f"{outdir}/{name}.1.scp", f"{outdir}/{name}.scp") if name in ("feats", "wav", "embed", "frames") \
+        src, dst = (f"{outdir}/{name}.1.scp", f"{outdir}/{name}.scp") if name in ("feats", "wav", "embed") \
             else (f"{outdir}/{name}.1", f"{outdir}/{name}")
         with open(src, encoding="utf-8") as f:
             lines = sorted(f)
@@ -544,7 +544,7 @@ def dump_set(data_dir: str, work: str, feats_cfg: dict, embed_cfg: dict | None, 
 
         torch.set_num_threads(1)
         E.dump(os.path.join(out, "wav.1.scp"), out, "1", embed_cfg)
-        names += ["embed"] + (["frames"] if int(embed_cfg.get("frames_dim", 0)) > 0 else [])
+        names.append("embed")
     concat_pieces(out, names)
     with open(marker + ".tmp", "w", encoding="utf-8") as f:
         f.write(sig + "\n")

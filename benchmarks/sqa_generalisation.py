@@ -43,8 +43,7 @@ from pyutils.sqa.train import load_config  # noqa: E402
 from pyutils.synth.faults import FAMILIES  # noqa: E402
 
 SETS = ("train", "dev", "test", "test_real")
-FILES = ("feats.scp", "utt2dur", "wav.scp", "embed.scp", "frames.scp")
-OPTIONAL = ("frames.scp",)   # Whisper frames: only where stage 2 kept them
+FILES = ("feats.scp", "utt2dur", "wav.scp", "embed.scp")
 
 
 def _absolute(line: str, root: str) -> str:
@@ -68,8 +67,6 @@ def load_pool(recipe: str, corpus: str, dump: str = "dump"):
             info[r["utt_id"]] = {"set": s, "families": sorted({FAMILIES[x["kind"]] for x in r["details"]}),
                                  "group": r.get("voice_group", "")}
         for f in FILES:
-            if f in OPTIONAL and not os.path.exists(os.path.join(d, f)):
-                continue
             with open(os.path.join(d, f), encoding="utf-8") as fh:
                 lines[f] += [_absolute(ln, recipe) if f != "utt2dur" else ln for ln in fh if ln.strip()]
         lines["ref.jsonl"] += read_jsonl(os.path.join(d, "ref.jsonl"))
@@ -85,8 +82,6 @@ def write_subset(lines: dict, utts, out: str) -> str:
     keep = set(utts)
     os.makedirs(out, exist_ok=True)
     for f in FILES:
-        if f in OPTIONAL and not lines[f]:
-            continue
         with open(os.path.join(out, f), "w", encoding="utf-8") as fh:
             fh.writelines(sorted(ln for ln in lines[f] if ln.split(maxsplit=1)[0] in keep))
     write_jsonl(os.path.join(out, "ref.jsonl"), sorted((r for r in lines["ref.jsonl"] if r["utt_id"] in keep),

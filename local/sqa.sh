@@ -8,7 +8,6 @@
 #   1 data prep   data/<set>/{wav.scp,utt2spk,spk2utt,ref.jsonl[,faults.jsonl: kind of each simulated fault]}
 #   2 dump        16 kHz mono + log-mel fbank to dump/<set>/ (JOB=1:nj via ${train_cmd});
 #                 with --utt_embed true also DNSMOS P.808 + pooled Whisper encoder states (embed.scp)
-#                 and the Whisper encoder frames at 20 ms, projected (frames.scp, for the fault head)
 #   3 stats       global mean/std of the training features
 #   4 baselines   silero-vad pauses, DNSMOS score, energy noise (tuned on dev, scored on test)
 #   5 train       multi-task conv+TCN model (+ utterance embeddings); post-processing tuned on dev
@@ -116,8 +115,7 @@ if in_stage 2 features+embeddings; then
   for s in ${pending}; do
     out=${dumpdir}/${s}
     _nj=$(cat "${out}/nj")
-    for f in feats wav $( [ "${utt_embed}" = true ] && echo embed) \
-             $( [ "${utt_embed}" = true ] && [ -f "${out}/frames.1.scp" ] && echo frames); do
+    for f in feats wav $( [ "${utt_embed}" = true ] && echo embed); do
       for j in $(seq "${_nj}"); do cat "${out}/${f}.${j}.scp"; done | sort > "${out}/${f}.scp"
     done
     for f in utt2num_frames utt2dur bad; do

@@ -35,8 +35,8 @@ copy_results=auto       # copy RESULTS.md into the recipe dir (auto: only for pr
 help_message="Usage: $0 [--preset ci|default|large] [--stage N] [--stop_stage M] [options]
 Speech quality assessment recipe: a score in [1,5] and noise/distortion/pause intervals.
 Stages: 0 corpus, 1 data, 2 features+embeddings, 3 stats, 4 baselines, 5 train, 6 inference,
-7 scoring, 8 package (header of local/sqa.sh). --embed_args: block 3 of Whisper base (RESULTS.md);
-add \"--frames-dim 48\" to keep the Whisper frames (frame_embed: true in the config). Examples:
+7 scoring, 8 package (header of local/sqa.sh). --embed_args: block 3 of Whisper base (RESULTS.md).
+Examples:
   ./run.sh                                  # default preset, all stages
   ./run.sh --preset ci                      # whole recipe in ~2-3 minutes
   ./run.sh --corpus qualispeech             # QualiSpeech (QUALISPEECH in db.sh)

@@ -37,18 +37,18 @@ def test_forward_shapes_at_20ms(encoder, pooling):
 
 
 def test_checkpoint_of_an_earlier_version_loads_and_one_with_removed_options_is_refused(tmp_path):
-    """Every earlier checkpoint names score_faults ("class", the model this version builds): it
-    loads with the same outputs; one trained with an option this version lacks is refused with
+    """Every earlier checkpoint names score_faults ("class") and frames_dim (0), the model this
+    version builds: it loads with the same outputs; one trained with an option this version lacks is refused with
     the option's name."""
     model = SQAModel(ModelConfig(input_dim=20, conv_channels=8, encoder="tcn", tcn_dilations=(1, 2))).eval()
     save_model(str(tmp_path / "m.pt"), model, {"mean": np.zeros(20, np.float32), "std": np.ones(20, np.float32)})
     blob = torch.load(str(tmp_path / "m.pt"), weights_only=True)
-    blob["model_config"]["score_faults"] = "class"
+    blob["model_config"].update(score_faults="class", frames_dim=0)
     torch.save(blob, str(tmp_path / "old.pt"))
     loaded = load_model(str(tmp_path / "old.pt"))[0]
     x = torch.randn(1, 50, 20)
     assert torch.equal(loaded(x, torch.tensor([50]))["score"], model(x, torch.tensor([50]))["score"])
-    for key, value in (("score_faults", "union"), ("global_context", "mean")):
+    for key, value in (("score_faults", "union"), ("global_context", "mean"), ("frames_dim", 48)):
         bad = dict(blob, model_config=dict(blob["model_config"], **{key: value}))
         torch.save(bad, str(tmp_path / "bad.pt"))
         with pytest.raises(ModelFileError, match=key):

@@ -163,3 +163,19 @@ def test_neural_bank_voice_renders_in_the_sqa_corpus(tmp_path):
     meta = sqa_corpus.render(piper[0], str(tmp_path))
     x, sr = sf.read(meta["wav"])
     assert sr == 16000 and len(x) / sr > 1.0 and meta["voice_group"] == "piper" and 1 <= meta["score"] <= 5
+
+
+def test_corpus_of_an_earlier_version_is_still_complete(corpus):
+    """Earlier versions named ``real_prompts`` (None) in synth_args.json: the same corpus, not rebuilt."""
+    args_file = corpus / "synth_args.json"
+    ident = json.loads(args_file.read_text())
+    args_file.write_text(json.dumps({**ident, "real_prompts": None}, sort_keys=True))
+    stamp = (corpus / "summary.json").stat().st_mtime_ns
+    cli.main(["sqa", "--preset", "ci", "--out", str(corpus), "--num-train", "10",
+              "--num-dev", "3", "--num-test", "3", "--nj", "2"])
+    assert (corpus / "summary.json").stat().st_mtime_ns == stamp
+    args_file.write_text(json.dumps({**ident, "real_prompts": 2}, sort_keys=True))
+    with pytest.raises(SystemExit, match="other arguments"):
+        cli.main(["sqa", "--preset", "ci", "--out", str(corpus), "--num-train", "10",
+                  "--num-dev", "3", "--num-test", "3", "--nj", "2"])
+    args_file.write_text(json.dumps(ident, sort_keys=True))

@@ -35,40 +35,34 @@ def test_interpolate_log_f0_fills_unvoiced_frames():
     assert np.all(interpolate_log_f0(np.zeros(4)) == pytest.approx(np.log(100.0)))
 
 
-ENVELOPES = pytest.mark.parametrize("envelope,dim", [("mel", 83), ("coded", 63)])
-
-
-@ENVELOPES
-def test_analysis_finds_pitch_and_voicing_on_the_frame_grid(envelope, dim):
-    c = WorldConfig(envelope=envelope)
+def test_analysis_finds_pitch_and_voicing_on_the_frame_grid():
+    c = WorldConfig()
     x = _voiced()
     f = analyze(x, c)
-    assert f.shape == (1 + len(x) // 128, c.dim) and c.dim == dim and f.dtype == np.float32
-    voiced = f[:, c.env_dim + 1] > 0.5
+    assert f.shape == (1 + len(x) // 128, c.dim) and c.dim == 83 and f.dtype == np.float32
+    voiced = f[:, c.n_mels + 1] > 0.5
     mid = slice(len(f) // 2 - 10, len(f) // 2 + 10)
     assert voiced[mid].all() and not voiced[:5].any() and not voiced[-5:].any()
-    assert np.exp(f[mid, c.env_dim]).mean() == pytest.approx(140.0, rel=0.03)
+    assert np.exp(f[mid, c.n_mels]).mean() == pytest.approx(140.0, rel=0.03)
 
 
-@ENVELOPES
-def test_synthesis_from_the_features_keeps_the_pitch_and_length(envelope, dim):
-    c = WorldConfig(envelope=envelope)
+def test_synthesis_from_the_features_keeps_the_pitch_and_length():
+    c = WorldConfig()
     x = _voiced(f0=180.0)
     y = WorldVocoder(c)(analyze(x, c))
     assert abs(len(y) - len(x)) <= 128
     seg = y[len(y) // 2 - 2000: len(y) // 2 + 2000]
-    f0 = np.exp(analyze(seg, c)[5:-5, c.env_dim])     # the output's own pitch, measured again
+    f0 = np.exp(analyze(seg, c)[5:-5, c.n_mels])     # the output's own pitch, measured again
     assert np.median(f0) == pytest.approx(180.0, rel=0.03)
     # the silent edges stay quiet next to the vowel
     assert np.sqrt(np.mean(y[:800] ** 2)) < 0.1 * np.sqrt(np.mean(seg ** 2))
 
 
-@ENVELOPES
-def test_unvoiced_prediction_gives_noise_not_a_tone(envelope, dim):
-    c = WorldConfig(envelope=envelope)
+def test_unvoiced_prediction_gives_noise_not_a_tone():
+    c = WorldConfig()
     f = analyze(_voiced(), c)
     voiced = WorldVocoder(c)(f)
-    f[:, c.env_dim + 1] = 0.0          # the model says: nothing voiced
+    f[:, c.n_mels + 1] = 0.0          # the model says: nothing voiced
     unvoiced = WorldVocoder(c)(f)
 
     def peakiness(y):   # strongest line over the mean level, 100-1000 Hz
@@ -83,7 +77,7 @@ def test_a_soft_voiced_flag_counts_as_voiced_above_the_threshold():
     """The model's flag is a smoothed 0/1: 0.3 is noise at the default threshold (0.5), voiced at 0.15."""
     c = WorldConfig()
     f = analyze(_voiced(), c)
-    f[:, c.env_dim + 1] *= 0.3
+    f[:, c.n_mels + 1] *= 0.3
 
     def peakiness(y):
         seg = y[len(y) // 2 - 2000: len(y) // 2 + 2000]
@@ -110,11 +104,10 @@ def test_config_checks_odim_and_unknown_settings(tmp_path):
     train, world = _configs(tmp_path, odim=63)
     with pytest.raises(ValueError, match="odim 63"):
         WorldConfig.load(train, world)
-    train, world = _configs(tmp_path, odim=63, extra={"envelope": "coded", "sp_dim": 60})
-    assert WorldConfig.load(train, world).dim == 63
-    train, world = _configs(tmp_path, extra={"envelope": "linear"})
-    with pytest.raises(ValueError, match="envelope"):
-        WorldConfig.load(train, world)
+    for envelope in ("coded", "linear"):
+        train, world = _configs(tmp_path, extra={"envelope": envelope})
+        with pytest.raises(ValueError, match="envelope"):
+            WorldConfig.load(train, world)
     train, world = _configs(tmp_path, extra={"frame_period": 5})
     with pytest.raises(ValueError, match="unknown setting"):
         WorldConfig.load(train, world)

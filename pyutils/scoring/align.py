@@ -200,19 +200,7 @@ def count_matches_f1(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: in
     feasible pair is optimal (exchange argument). Tests check it against
     the DP on random cases.
     """
-    i = j = tp = 0
-    n, m = len(ref_pos), len(pred_pos)
-    while i < n and j < m:
-        g, p = ref_pos[i], pred_pos[j]
-        if p < g - collar:
-            j += 1
-        elif p > g + collar:
-            i += 1
-        else:
-            tp += 1
-            i += 1
-            j += 1
-    return tp
+    return len(sweep_pairs(ref_pos, pred_pos, collar))
 
 
 def sweep_pairs(ref_pos: Sequence[int], pred_pos: Sequence[int], collar: int) -> List[Tuple[int, int]]:

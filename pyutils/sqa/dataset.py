@@ -21,11 +21,6 @@ only the score head reads and which gets no score loss there. An example made
 only through a channel keeps it too, with its score loss: the embedding does
 not hear that channel (DNSMOS and Whisper per example would cost more than the
 training), only the frame path does.
-
-With ``frames_scp`` (Whisper encoder frames, :mod:`pyutils.sqa.embed`) every
-example carries them fitted to its grid (:func:`pyutils.sqa.model.frames_to_grid`)
-and ``frames_mask`` 1; an augmented example has none (zeros, ``frames_mask`` 0):
-computing Whisper for each one on the fly would cost more than the training.
 """
 
 from __future__ import annotations
@@ -49,8 +44,7 @@ class SQADataset(torch.utils.data.Dataset):
                  wav_scp: Optional[str] = None, augment_prob: float = 0.0,
                  augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
                  embed_scp: Optional[str] = None, utts: Optional[List[str]] = None,
-                 frames_scp: Optional[str] = None, channel_prob: float = 0.0,
-                 channel: Optional[Callable] = None):
+                 channel_prob: float = 0.0, channel: Optional[Callable] = None):
         import kaldiio
 
         self.feats = kaldiio.load_scp(feats_scp)
@@ -62,17 +56,9 @@ class SQADataset(torch.utils.data.Dataset):
             from pyutils.sqa.embed import load_embeddings
 
             self.embeds = load_embeddings(embed_scp)
-        self.frames = None
-        if frames_scp:
-            from pyutils.sqa.embed import load_frames
-
-            self.frames = load_frames(frames_scp)
-            first = next(iter(self.frames.keys()), None)
-            self.frames_dim = 0 if first is None else int(np.asarray(self.frames[first]).shape[1])
         keep = set(utts) if utts is not None else None
         self.utts: List[str] = [u for u in self.feats.keys() if u in durs and (not refs or u in refs)
                                 and (self.embeds is None or u in self.embeds)
-                                and (self.frames is None or u in self.frames)
                                 and (keep is None or u in keep)]
         if refs:
             missing = [u for u in self.feats.keys() if u not in refs]
@@ -106,8 +92,7 @@ class SQADataset(torch.utils.data.Dataset):
         n = num_grid_frames(self.durs[utt])
         return self._item(utt, feats, n, self.refs.get(utt))
 
-    def _item(self, utt: str, feats: np.ndarray, n: int, ref: Optional[dict], score_weight: float = 1.0,
-              augmented: bool = False) -> dict:
+    def _item(self, utt: str, feats: np.ndarray, n: int, ref: Optional[dict], score_weight: float = 1.0) -> dict:
         labels = np.zeros((n, len(FAULTS)), dtype=np.float32)
         presence = np.zeros(len(FAULTS), dtype=np.float32)
         score = 3.0
@@ -125,15 +110,6 @@ class SQADataset(torch.utils.data.Dataset):
                 "score_weight": torch.tensor(score_weight), "n": n}
         if self.embeds is not None:
             item["embed"] = torch.from_numpy(self.embeds[utt])
-        if self.frames is not None:
-            from pyutils.sqa.model import frames_to_grid
-
-            if augmented:
-                fr = np.zeros(((feats.shape[0] + 1) // 2, self.frames_dim), dtype=np.float32)
-            else:
-                fr = frames_to_grid(self.frames[utt], feats.shape[0])
-            item["frames"] = torch.from_numpy(fr)
-            item["frames_mask"] = torch.tensor(0.0 if augmented else 1.0)
         return item
 
     def _augmented(self, utt: str, faults: bool = True, channel: bool = False) -> Optional[dict]:
@@ -160,7 +136,7 @@ class SQADataset(torch.utils.data.Dataset):
             new_ref, weight = {"faults": new_faults, "score": 3.0}, 0.0
         feats = extract(y, self.feats_cfg)
         n = num_grid_frames(len(y) / 16000.0)
-        return self._item(utt, feats, n, new_ref, score_weight=weight, augmented=True)
+        return self._item(utt, feats, n, new_ref, score_weight=weight)
 
 
 def collate(batch: List[dict]) -> dict:
@@ -185,13 +161,6 @@ def collate(batch: List[dict]) -> dict:
             "score_weight": torch.stack([x["score_weight"] for x in batch])}
     if "embed" in batch[0]:
         out["embed"] = torch.stack([x["embed"] for x in batch])
-    if "frames" in batch[0]:
-        tw = max(x["frames"].shape[0] for x in batch)
-        frames = torch.zeros(b, tw, batch[0]["frames"].shape[1])
-        for i, x in enumerate(batch):
-            frames[i, : x["frames"].shape[0]] = x["frames"]
-        out["frames"] = frames
-        out["frames_mask"] = torch.stack([x["frames_mask"] for x in batch])
     return out
 
 

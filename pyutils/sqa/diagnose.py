@@ -78,14 +78,6 @@ def load_diagnoser(model_dir: str):
         if embedder.dim != model.cfg.embed_dim:
             raise SystemExit(f"chorus-sqa: {model_path} expects {model.cfg.embed_dim}-dim embeddings, "
                              f"its embed config gives {embedder.dim}")
-    if model.cfg.frames_dim > 0:
-        from pyutils.sqa.embed import UttEmbedder
-
-        if embedder is None:   # a model fed Whisper frames but no utterance vector
-            embedder = UttEmbedder({**(extra.get("embed") or {}), "p808": False, "p835": False})
-        if embedder.frames_dim != model.cfg.frames_dim:
-            raise SystemExit(f"chorus-sqa: {model_path} expects {model.cfg.frames_dim}-dim Whisper frames, "
-                             f"its embed config gives {embedder.frames_dim}")
     pp_path = os.path.join(model_dir, "postproc.json")
     region = 0.0
     if os.path.exists(pp_path):
@@ -98,9 +90,8 @@ def load_diagnoser(model_dir: str):
     def run_windows(wins, name):
         probs, utt, scores, weights, total = [], [], [], [], 0
         for audio, off, n in wins:
-            emb, frames = embedder.encode(audio) if embedder is not None else (None, None)
             o = predict(model, mean, std, extract(audio, feats_cfg), len(audio) / SAMPLE_RATE,
-                        emb if model.cfg.embed_dim > 0 else None, frames)
+                        embedder(audio) if embedder is not None else None)
             a, b = off // frame, -(-(off + n) // frame)
             probs.append(o["frame_probs"][a:b])
             utt.append(o["utt_probs"])

@@ -22,20 +22,17 @@ import torch
 
 from pyutils.sqa.common import num_grid_frames
 from pyutils.io import read_scp, write_jsonl
-from pyutils.sqa.model import ModelFileError, fit_length, frames_to_grid, load_model
+from pyutils.sqa.model import ModelFileError, fit_length, load_model
 from pyutils.sqa.postproc import make_row, read_postproc
 
 
-def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None,
-            frames: np.ndarray | None = None) -> dict:
-    """One utterance: (T, F) features (+ its embedding and Whisper frames) -> frame_probs (N, 3),
-    utt_probs (3,), score."""
+def predict(model, mean, std, feats: np.ndarray, duration: float, embed: np.ndarray | None = None) -> dict:
+    """One utterance: (T, F) features (+ its embedding) -> frame_probs (N, 3), utt_probs (3,), score."""
     n = num_grid_frames(duration)
     with torch.no_grad():
         x = (torch.from_numpy(np.array(feats, dtype=np.float32))[None] - mean) / std
         e = None if embed is None else torch.from_numpy(np.asarray(embed, dtype=np.float32))[None]
-        fr = None if frames is None else torch.from_numpy(frames_to_grid(frames, x.shape[1]))[None]
-        out = model(x, torch.tensor([x.shape[1]]), e, fr)
+        out = model(x, torch.tensor([x.shape[1]]), e)
         probs = torch.sigmoid(fit_length(out["frame_logits"], n))[0].numpy()
         utt = torch.sigmoid(out["utt_logits"])[0].numpy()
     return {"frame_probs": probs.astype(np.float32), "utt_probs": utt.astype(np.float32),
@@ -89,16 +86,13 @@ def main(argv=None) -> int:
         print(f"pyutils.sqa.infer: {e}", file=sys.stderr)
         return 2
     durs = {k: float(v) for k, v in read_scp(os.path.join(args.data_dir, "utt2dur"))}
-    from pyutils.sqa.embed import load_embeddings, load_frames
+    from pyutils.sqa.embed import load_embeddings
 
     try:
-        embeds = frames = None
+        embeds = None
         if model.cfg.embed_dim > 0:
             embeds = _side_input(args.data_dir, "embed.scp", load_embeddings,
                                  "utterance embeddings", "stage 2 with --utt-embed true")
-        if model.cfg.frames_dim > 0:
-            frames = _side_input(args.data_dir, "frames.scp", load_frames, "Whisper frames",
-                                 f"stage 2 with embed_opts --frames-dim {model.cfg.frames_dim}")
     except FileNotFoundError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 2
@@ -111,11 +105,7 @@ def main(argv=None) -> int:
         if embeds is not None and utt not in embeds:
             print(f"WARNING: {utt} has features but no embedding; skipped", flush=True)
             continue
-        if frames is not None and utt not in frames:
-            print(f"WARNING: {utt} has features but no Whisper frames; skipped", flush=True)
-            continue
-        outputs[utt] = predict(model, mean, std, feats, durs[utt], None if embeds is None else embeds[utt],
-                               None if frames is None else frames[utt])
+        outputs[utt] = predict(model, mean, std, feats, durs[utt], None if embeds is None else embeds[utt])
         if k % 100 == 0:
             print(f"{k} utterances, {time.time() - t0:.1f} s", flush=True)
     save_outputs(os.path.join(args.outdir, "outputs.npz"), outputs)

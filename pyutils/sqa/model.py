@@ -8,16 +8,6 @@ encoder output:
 - frame fault head: per-frame logits for (noise, distortion, pause);
 - utterance presence head: logits from [mean-pool ; max-pool] of the encoder;
 - score head: attention pooling, then ``score = 1 + 4 * sigmoid(z)`` in [1, 5].
-
-With ``frames_dim`` K > 0 the encoder also reads pretrained Whisper encoder
-frames (20 ms, projected to K dims, :mod:`pyutils.sqa.embed`): standardised
-with training-set statistics (buffers saved with the weights), mapped to the
-conv width and added to the front-end output before the encoder.  The frame
-detector then sees what a model trained on real speech knows about speech
-and non-speech, which the simulator alone does not teach (unseen noise and
-distortion families).  A recording without them (an example augmented on the
-fly, whose Whisper frames were never computed) gets ``frames_mask`` 0: it is
-then seen exactly as by a model without them.
 """
 
 from __future__ import annotations
@@ -51,9 +41,6 @@ class ModelConfig:
     embed_dim: int = 0
     embed_proj: int = 64
     embed_dropout: float = 0.2
-    # pretrained frame features (Whisper encoder frames at 20 ms, randomly projected);
-    # 0 = none
-    frames_dim: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,29 +132,10 @@ class SQAModel(nn.Module):
                                             nn.Linear(cfg.embed_dim, cfg.embed_proj), nn.GELU())
             score_in += cfg.embed_proj
         self.score_head = nn.Sequential(nn.Linear(score_in, h), nn.GELU(), nn.Linear(h, 1))
-        if cfg.frames_dim > 0:
-            # training-set statistics of the frames (set by the training loop, saved with the weights)
-            self.register_buffer("frames_mean", torch.zeros(cfg.frames_dim))
-            self.register_buffer("frames_std", torch.ones(cfg.frames_dim))
-            self.frames_proj = nn.Linear(cfg.frames_dim, c)
 
-    def _add_frames(self, x: torch.Tensor, frames, frames_mask) -> torch.Tensor:
-        """x (B, T', C) + projected Whisper frames (B, T_w, K) fitted to T' (crop / edge pad)."""
-        if frames is None or frames.shape[-1] != self.cfg.frames_dim:
-            got = None if frames is None else tuple(frames.shape)
-            raise ValueError(f"this model needs Whisper frames of {self.cfg.frames_dim} dims, got {got}")
-        f = (fit_length(frames, x.shape[1]) - self.frames_mean) / self.frames_std
-        y = self.frames_proj(f)
-        if frames_mask is not None:
-            y = y * frames_mask.to(y.dtype).view(-1, 1, 1)
-        return x + y
-
-    def forward(self, feats: torch.Tensor, lengths: torch.Tensor, embed: torch.Tensor | None = None,
-                frames: torch.Tensor | None = None, frames_mask: torch.Tensor | None = None):
-        """feats (B, T, F), lengths (B,), embed (B, embed_dim) when ``embed_dim`` > 0, frames
-        (B, T_w, frames_dim) and frames_mask (B,) (1: has frames; default all) when ``frames_dim``
-        > 0 -> dict with ``frame_logits`` (B, T', 3), ``utt_logits`` (B, 3), ``score`` (B,),
-        ``lengths`` (B,)."""
+    def forward(self, feats: torch.Tensor, lengths: torch.Tensor, embed: torch.Tensor | None = None):
+        """feats (B, T, F), lengths (B,), embed (B, embed_dim) when ``embed_dim`` > 0 -> dict with
+        ``frame_logits`` (B, T', 3), ``utt_logits`` (B, 3), ``score`` (B,), ``lengths`` (B,)."""
         # zero the padding before every conv so that a padded batch gives each recording
         # exactly the outputs it would get alone (convs then see the same zero padding)
         t10 = feats.shape[1]
@@ -182,8 +150,6 @@ class SQAModel(nn.Module):
         x = x.squeeze(2).transpose(1, 2)  # (B, T', C): a view of the channels-last memory
         out_lens = out_lens.clamp(max=x.shape[1])
         mask = torch.arange(x.shape[1], device=x.device)[None, :] < out_lens[:, None]  # (B, T')
-        if self.cfg.frames_dim > 0:
-            x = self._add_frames(x, frames, frames_mask) * mask.unsqueeze(-1).to(x.dtype)
         if self.cfg.encoder == "gru":
             packed = pack_padded_sequence(x, out_lens.cpu(), batch_first=True, enforce_sorted=False)
             enc, _ = self.rnn(packed)
@@ -226,21 +192,6 @@ class SQAModel(nn.Module):
                 "lengths": out_lens, "mask": mask}
 
 
-def frames_to_grid(frames, n_feats: int):
-    """Whisper frames ``(T_w, K)`` (numpy) cropped / edge-padded to the model's own output
-    length for ``n_feats`` 10 ms feature frames (``ceil(n_feats / 2)``; Whisper gives the
-    same or one frame fewer), so that a recording gets the same input alone or in a batch."""
-    import numpy as np
-
-    n = (int(n_feats) + 1) // 2
-    frames = np.asarray(frames, dtype=np.float32)
-    if len(frames) == 0:
-        raise ValueError("no Whisper frames")
-    if len(frames) >= n:
-        return np.array(frames[:n])   # a writable copy (the ark may be memory-mapped)
-    return np.concatenate([frames, np.repeat(frames[-1:], n - len(frames), axis=0)])
-
-
 def fit_length(x: torch.Tensor, n: int) -> torch.Tensor:
     """Crop or edge-pad (B, T, ...) along time to ``n`` frames (the grid length)."""
     t = x.shape[1]
@@ -280,8 +231,10 @@ def model_config_from_dict(cfg: dict) -> ModelConfig:
     """:class:`ModelConfig` of a checkpoint's ``model_config``; ``ValueError`` naming the options
     this version does not have (options of experiments not adopted: egs/sqa/RESULTS.md)."""
     cfg = dict(cfg)
-    if cfg.get("score_faults", "class") == "class":   # every checkpoint names it; "class" is the model built
-        cfg.pop("score_faults", None)
+    # options every checkpoint of an earlier version names; at these values they are the model built
+    for key, built in (("score_faults", "class"), ("frames_dim", 0)):
+        if cfg.get(key, built) == built:
+            cfg.pop(key, None)
     unknown = sorted(set(cfg) - set(ModelConfig.__dataclass_fields__))
     if unknown:
         raise ValueError(f"trained with {', '.join(f'{k}={cfg[k]!r}' for k in unknown)}: options this version "

@@ -129,8 +129,6 @@ def build(model_dir, test_sets, baseline_dir, preset, wall_seconds=None, load=No
                 upd = f"{tc['max_updates']} updates, "
             if tc.get("utt_embed"):
                 upd += "score head fed utterance embeddings (pyutils.sqa.embed), "
-            if tc.get("frame_embed"):
-                upd += "fault encoder fed Whisper encoder frames (20 ms, projected), "
         except OSError:
             pass
         lines.append(f"Training: {upd}{ts[0]} epochs in {ts[1] / 60:.1f} min; best dev loss {ts[3]:.4f} at "

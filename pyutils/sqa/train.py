@@ -24,9 +24,6 @@ when it ends a run early, the log says so and the result depends on the load.
 
 ``utt_embed: true`` reads ``embed.scp`` (:mod:`pyutils.sqa.embed`) beside
 ``feats.scp`` and feeds each recording's embedding to the score head.
-``frame_embed: true`` also reads ``frames.scp`` (Whisper encoder frames at
-20 ms, :mod:`pyutils.sqa.embed` ``--frames-dim``) into the frame encoder; their
-training-set mean and std are computed once and saved with the model.
 ``augment_exclude`` lists fault kinds (``babble``, ``reverb``, ...) or fault
 types the on-the-fly augmentation must not make (leave-one-family-out runs).
 ``channel_prob`` passes that share of the training examples through a random
@@ -70,7 +67,6 @@ DEFAULTS = {
     "max_updates": 0,     # optimizer steps (0: `epochs` passes); the LR schedule follows them
     "max_minutes": 0.0,   # safety stop only (0 = none): a run it cuts short depends on the machine
     "utt_embed": False,   # feed embed.scp (DNSMOS / Whisper, pyutils.sqa.embed) to the score head
-    "frame_embed": False,  # feed frames.scp (Whisper encoder frames, 20 ms) to the frame encoder
     "seed": 0,
     "num_threads": 1,     # >1 thrashes on a loaded machine (measured 10x slower at load 10 on 2 cores)
     "num_workers": 1,     # data loading/augmentation in a separate process (the 2nd core)
@@ -137,7 +133,7 @@ def lr_at(progress: float, peak: float, warmup: float = 0.05, floor: float = 0.0
 
 def compute_loss(model, batch, mean, std, cfg) -> tuple:
     feats = (batch["feats"] - mean) / std
-    out = model(feats, batch["lengths"], batch.get("embed"), batch.get("frames"), batch.get("frames_mask"))
+    out = model(feats, batch["lengths"], batch.get("embed"))
     n = batch["labels"].shape[1]
     logits = fit_length(out["frame_logits"], n)
     mask = batch["mask"].unsqueeze(-1).float()
@@ -161,19 +157,6 @@ def make_augmenter(exclude=()):
     from pyutils.sqa.augment import make_fault_augmenter
 
     return make_fault_augmenter(fault_sim, exclude=exclude)
-
-
-def frames_stats(frames, utts) -> tuple:
-    """Per-dimension mean and std of the Whisper frames of ``utts`` (float64 sums)."""
-    total, sq, count = None, None, 0
-    for u in utts:
-        m = np.asarray(frames[u], dtype=np.float64)
-        total = m.sum(0) if total is None else total + m.sum(0)
-        sq = (m ** 2).sum(0) if sq is None else sq + (m ** 2).sum(0)
-        count += m.shape[0]
-    mean = total / max(count, 1)
-    std = np.sqrt(np.maximum(sq / max(count, 1) - mean ** 2, 1e-8))
-    return torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
 
 
 def _seed_worker(_worker_id: int) -> None:
@@ -232,16 +215,6 @@ def train(args) -> int:
                 raise SystemExit(f"utt_embed: true but {path} is missing (stage 2 with --utt-embed true)")
         with open(f"{d}/embed_config.json", encoding="utf-8") as f:
             embed_cfg = json.load(f)
-    train_frames, dev_frames = None, None
-    if cfg["frame_embed"]:
-        train_frames, dev_frames = f"{d}/frames.scp", f"{args.dev_dir}/frames.scp"
-        for path in (train_frames, dev_frames):
-            if not os.path.exists(path):
-                raise SystemExit(f"frame_embed: true but {path} is missing (stage 2 with embed_opts "
-                                 f"--frames-dim K)")
-        if embed_cfg is None:
-            with open(f"{d}/embed_config.json", encoding="utf-8") as f:
-                embed_cfg = json.load(f)
     train_utts = None
     if args.train_utts:
         with open(args.train_utts, encoding="utf-8") as f:
@@ -254,10 +227,8 @@ def train(args) -> int:
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
                            feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
-                           frames_scp=train_frames, channel_prob=float(cfg["channel_prob"]),
-                           channel=channel)
-    dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref,
-                         embed_scp=dev_embed, frames_scp=dev_frames)
+                           channel_prob=float(cfg["channel_prob"]), channel=channel)
+    dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref, embed_scp=dev_embed)
     if len(train_set) == 0:
         raise SystemExit(f"no training examples in {d} with references in {args.train_ref}")
     sampler = BucketBatchSampler([train_set.num_frames(i) for i in range(len(train_set))],
@@ -269,16 +240,11 @@ def train(args) -> int:
     dev_loader = torch.utils.data.DataLoader(dev_set, batch_size=cfg["batch_size"], collate_fn=collate)
 
     embed_dim = int(train_set[0]["embed"].shape[0]) if cfg["utt_embed"] else 0
-    frames_dim = train_set.frames_dim if cfg["frame_embed"] else 0
-    model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0]), "embed_dim": embed_dim,
-                               "frames_dim": frames_dim})
+    model_cfg = ModelConfig(**{**cfg["model"], "input_dim": int(mean.shape[0]), "embed_dim": embed_dim})
     device = cfg["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = SQAModel(model_cfg)
-    if frames_dim:
-        model.frames_mean, model.frames_std = frames_stats(train_set.frames, train_set.utts)
-    model = model.to(device)
+    model = SQAModel(model_cfg).to(device)
     mean, std = mean.to(device), std.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
@@ -310,8 +276,7 @@ def train(args) -> int:
         print(f"resumed from {last_path} at epoch {start_epoch}", flush=True)
     print(f"train {len(train_set)} utts, dev {len(dev_set)} utts, model {n_params / 1e6:.2f} M params, "
           f"{total_steps} updates ({max_epochs} epochs x {len(sampler)} batches), device {device}"
-          + (f", utterance embedding {embed_dim} dims" if embed_dim else "")
-          + (f", Whisper frames {frames_dim} dims" if frames_dim else ""), flush=True)
+          + (f", utterance embedding {embed_dim} dims" if embed_dim else ""), flush=True)
 
     log_path = os.path.join(args.outdir, "train_log.tsv")
     if start_epoch == 1:

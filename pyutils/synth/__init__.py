@@ -32,6 +32,4 @@ def preset_sizes(presets: dict, splits, args) -> dict:
         sizes["voices"] = args.num_voices
     if getattr(args, "real_train_copies", None) is not None:
         sizes["real_train_copies"] = args.real_train_copies
-    if getattr(args, "real_prompts", None) is not None:
-        sizes["real_prompts"] = args.real_prompts
     return sizes

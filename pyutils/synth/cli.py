@@ -39,7 +39,7 @@ IDENTITY = {
     "nvv": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "nvv_sounds",
             "nvv_bank_weight", "voices"),
     "sqa": ("lang", "preset", "seed", "num_train", "num_dev", "num_test", "num_voices", "real_train_copies",
-            "real_prompts", "voices"),
+            "voices"),
     "vc": ("preset", "seed", "num_voices", "num_target_voices", "utts_per_voice", "num_pairs"),
 }
 
@@ -96,11 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
                            help="copies (each with its own faults) of every chunk of the real recordings that "
                                 "make -C tools fetched (pyutils/corpora/packaged_speech.py), added to train "
                                 "beside --num-train synthetic ones; 0 = none (override the preset)")
-            p.add_argument("--real-prompts", type=non_negative_int, default=None,
-                           help="studio prompts of each Asterisk voice (pyutils/corpora/asterisk_prompts.py; "
-                                "needs apt-get install asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 "
-                                "asterisk-core-sounds-fr-g722), each once with its own faults, added to train; "
-                                "default 0 in every preset (measured no better: egs/sqa/RESULTS.md)")
         p.add_argument("--preset", choices=["ci", "default", "large"], default="default")
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--nj", type=positive_int, default=1, help="number of parallel jobs")
@@ -149,6 +144,8 @@ def _prepare_dir(out: Path, ident: dict, overwrite: bool) -> bool:
     args_file = out / "synth_args.json"
     if args_file.exists():
         old = json.loads(args_file.read_text())
+        if old.get("real_prompts", 0) is None:   # an option of earlier versions; None: the corpus built now
+            del old["real_prompts"]
         if old == ident:
             if (out / ".done").exists():
                 return True

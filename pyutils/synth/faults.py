@@ -296,43 +296,6 @@ def insert_pause(x: np.ndarray, at: int, dur: float, rng: np.random.Generator,
 
 
 # ----------------------------------------------------------------- the score
-def merge_audible_events(details: List[dict], gap: float) -> List[dict]:
-    """Faults of one type (noise, distortion) that overlap or lie under ``gap`` s apart, as one.
-
-    Two overlapping noises sound like one louder noise, and two clippings of one stretch like one
-    harsher clipping: the merged fault spans their union (covered time = the union's length,
-    ``end - start`` of the result), noise at the SNR of the summed noise powers,
-    ``-10 log10(sum 10^(-snr_i / 10))``, distortion at the largest strength. Pauses stay as
-    they are (each is a separate silence). Feed the result to :func:`quality_score` to charge
-    each audible event once. The score then stays monotone in severity but not in the number of
-    faults: a fault that bridges two of its type makes one event of them (so this is a measured
-    variant of the reference, not the corpus default; egs/sqa/RESULTS.md).
-    """
-    out = [d for d in details if d["type"] not in ("noise", "distortion")]
-    for t in ("noise", "distortion"):
-        groups: List[list] = []    # [faults, seconds covered by their union, latest end]
-        for d in sorted((d for d in details if d["type"] == t), key=lambda d: d["start"]):
-            if groups and d["start"] - groups[-1][2] < gap:
-                g = groups[-1]
-                g[0].append(d)
-                g[1] += max(0.0, d["end"] - max(d["start"], g[2]))
-                g[2] = max(g[2], d["end"])
-            else:
-                groups.append([[d], d["end"] - d["start"], d["end"]])
-        for group, covered, _ in groups:
-            if len(group) == 1:
-                out.append(group[0])
-                continue
-            m = {"type": t, "kind": "+".join(sorted({g.get("kind", "") for g in group})),
-                 "start": group[0]["start"], "end": group[0]["start"] + covered, "merged": len(group)}
-            if t == "noise":
-                m["snr_db"] = float(-10 * np.log10(sum(10 ** (-g["snr_db"] / 10) for g in group)))
-            else:
-                m["strength"] = max(g["strength"] for g in group)
-            out.append(m)
-    return out
-
-
 def quality_score(details: List[dict], duration: float, rng: Optional[np.random.Generator] = None,
                   jitter: float = 0.08) -> float:
     """Reference MOS-like score in [1, 5] from the faults' severities.

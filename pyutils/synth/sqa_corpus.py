@@ -23,10 +23,7 @@ only at word boundaries we know exactly: the sentences are synthesised in
 chunks of 3-5 words, joined by short natural gaps (40-120 ms), and the chunk
 joins are the pause candidates.  Real speech in ``train`` only: chunks of the
 recordings that PyPI sdists ship (:mod:`pyutils.corpora.packaged_speech`,
-``real_train_copies`` copies each) and, with ``--real-prompts N`` (off in every
-preset: measured no better, egs/sqa/RESULTS.md), N studio prompts of each
-Asterisk voice (:mod:`pyutils.corpora.asterisk_prompts`, once each), all with
-their own random faults.  Babble noise is made from two other
+``real_train_copies`` copies each), all with their own random faults.  Babble noise is made from two other
 utterances of other voices.  The reference score is
 :func:`pyutils.synth.faults.quality_score`.
 """
@@ -146,7 +143,6 @@ def plan(lang: str, sizes: Dict[str, int], n_voices: int, seed: int, voice_sourc
             gidx += 1
     items += _plan_real(lang, int(sizes.get("real_copies", 0)), vs, pool, seed)
     items += _plan_real_train(lang, int(sizes.get("real_train_copies", 0)), vs, pool, seed)
-    items += _plan_real_prompts(lang, int(sizes.get("real_prompts", 0)), vs, pool, seed)
     return items
 
 
@@ -208,30 +204,6 @@ def _plan_real_train(lang: str, copies: int, vs: List[dict], pool: List[str], se
     return _copies(chunks, copies, np.random.default_rng([seed, KIND_ID, 4]), vs, pool, item)
 
 
-def _plan_real_prompts(lang: str, per_voice: int, vs: List[dict], pool: List[str], seed: int) -> List[dict]:
-    """Training recordings from Asterisk's studio prompts (:mod:`pyutils.corpora.asterisk_prompts`):
-    ``per_voice`` prompts of each of its three voice directories, each once with its own faults.
-    Opt-in (``--real-prompts``): with them the default model raised fewer false alarms on clean
-    real recordings but scored lower on every real and synthetic test (egs/sqa/RESULTS.md)."""
-    if lang != "en" or per_voice <= 0:
-        return []
-    from pyutils.corpora.asterisk_prompts import prompts
-
-    rows = prompts(max_per_voice=per_voice)
-    if not rows:
-        print("sqa: Asterisk prompts not installed (asterisk-core-sounds-*-g722): no prompt recordings "
-              "in training", flush=True)
-        return []
-
-    def item(c, ci, row, babble):
-        pid, path, talker = row
-        return {"kind": "sqa", "utt_id": f"real_asterisk_{talker}-train-p{ci:04d}", "split": "train",
-                "lang": lang, "spk": f"real_asterisk_{talker}", "real_wav": path,
-                "sentences": [pid], "babble": babble, "seed": [seed, KIND_ID, 7, ci]}
-
-    return _copies(rows, 1, np.random.default_rng([seed, KIND_ID, 6]), vs, pool, item)
-
-
 def _copies(sources: list, copies: int, rng: np.random.Generator, vs: List[dict], pool: List[str],
             make_item) -> List[dict]:
     """``make_item(copy, index, source, babble)`` for every copy of every real source; the
@@ -277,12 +249,11 @@ def _plan_real(lang: str, copies: int, vs: List[dict], pool: List[str], seed: in
 
 def _real(item: dict, rng: np.random.Generator):
     """A real recording at 16 kHz, peak-normalised like the synthetic ones; pause points by energy."""
-    from pyutils.corpora.asterisk_prompts import read_g722
     from pyutils.audio import resample
     from pyutils.synth.audio import read_wav
     from pyutils.synth.faults import pause_points
 
-    x, sr = (read_g722 if item["real_wav"].endswith(".g722") else read_wav)(item["real_wav"])
+    x, sr = read_wav(item["real_wav"])
     if item.get("real_span"):
         a, b = item["real_span"]
         x = x[int(round(a * sr)):int(round(b * sr))]

@@ -7,11 +7,12 @@ envelope, F0 and band aperiodicity. The acoustic model then predicts, per 8 ms f
 
     [ envelope | log F0 (interpolated through unvoiced frames) | voiced (0/1) | coded aperiodicity ]
 
-* envelope, ``envelope: mel`` (default): the log10-mel of the training config
+* envelope (``envelope: mel``): the log10-mel of the training config
   (ESPnet's LogMelFbank, the same target a log-mel model learns); at synthesis it is
   taken back to a linear spectrum (band values over filter gains, interpolated) and
-  smoothed by cepstral liftering into a WORLD envelope. ``envelope: coded``: CheapTrick,
-  compressed by ``pyworld.code_spectral_envelope`` to ``sp_dim`` cepstrum-like values;
+  smoothed by cepstral liftering into a WORLD envelope. CheapTrick's envelope coded by
+  ``pyworld.code_spectral_envelope`` (``envelope: coded``) was measured and not adopted
+  (below; code: git show 92d795f);
 * F0: DIO + StoneMask (harvest is ~20x slower; measured on the mini corpus);
 * aperiodicity: D4C, coded into WORLD's bands (1 band at 16 kHz).
 
@@ -26,8 +27,8 @@ Griffin-Lim on the same model's log-mel 27.7 % / 2.03.
 The frame grid is the training config's (``feats_extract_conf``: fs, hop_length), the
 same one the forced alignment uses, so durations and features have equal lengths
 (WORLD gives ``1 + n_samples // hop`` frames, as a centred STFT does). The remaining
-analysis settings are in a small YAML (``conf/world.yaml``): envelope, f0_floor, f0_ceil,
-sp_dim. The synthesis-only ``--lifter`` (mel envelope) and ``--voiced-threshold`` are options
+analysis settings are in a small YAML (``conf/world.yaml``): envelope, f0_floor, f0_ceil.
+The synthesis-only ``--lifter`` (mel envelope) and ``--voiced-threshold`` are options
 of ``vocode``.
 
     python -m pyutils.tts.world extract --config conf/train.yaml --world-conf conf/world.yaml \
@@ -53,7 +54,7 @@ with warnings.catch_warnings():   # pyworld imports pkg_resources for its versio
     import pyworld
 
 
-SETTINGS = ("envelope", "f0_floor", "f0_ceil", "sp_dim")
+SETTINGS = ("envelope", "f0_floor", "f0_ceil")
 # Cepstral coefficients kept when smoothing a mel envelope; judge WER / DNSMOS OVRL of the
 # default model's synthesis of all 100 dev_en texts: 45: 30.5 % / 2.86, 80: 26.7 % / 2.81,
 # 100: 28.9 % / 2.82 (Griffin-Lim on the same log-mel: 27.7 % / 2.03).
@@ -65,11 +66,9 @@ DEFAULT_VOICED_THRESHOLD = 0.5
 class WorldConfig:
     fs: int = 16000
     hop_length: int = 128
-    envelope: str = "mel"
     f0_floor: float = 60.0
     f0_ceil: float = 600.0
-    sp_dim: int = 60          # envelope: coded
-    lifter: int = DEFAULT_LIFTER  # envelope: mel; synthesis only
+    lifter: int = DEFAULT_LIFTER  # synthesis only
     voiced_threshold: float = DEFAULT_VOICED_THRESHOLD  # synthesis only: a frame is voiced above it
     n_fft: int = 512          # the log-mel's settings (feats_extract_conf)
     win_length: int = 512
@@ -82,13 +81,9 @@ class WorldConfig:
         return 1000.0 * self.hop_length / self.fs
 
     @property
-    def env_dim(self) -> int:
-        return self.n_mels if self.envelope == "mel" else self.sp_dim
-
-    @property
     def dim(self) -> int:
-        """Feature dimension: envelope + log F0 + voiced flag + coded aperiodicity bands."""
-        return self.env_dim + 2 + pyworld.get_num_aperiodicities(self.fs)
+        """Feature dimension: log-mel envelope + log F0 + voiced flag + coded aperiodicity bands."""
+        return self.n_mels + 2 + pyworld.get_num_aperiodicities(self.fs)
 
     def fbank_conf(self) -> dict:
         return {"fs": self.fs, "n_fft": self.n_fft, "hop_length": self.hop_length,
@@ -111,15 +106,16 @@ class WorldConfig:
         if unknown:
             raise ValueError(f"{world_conf}: unknown setting(s) {', '.join(sorted(unknown))} "
                              f"({', '.join(SETTINGS)})")
+        if wc.get("envelope", "mel") != "mel":
+            raise ValueError(f"{world_conf}: envelope {wc['envelope']!r}: mel (the coded envelope was measured "
+                             f"and not adopted: docs/experiments/nvv_tts.md)")
         fs = int(fe.get("fs", 16000))
-        c = cls(fs=fs, hop_length=int(fe.get("hop_length", 128)), envelope=str(wc.get("envelope", "mel")),
+        c = cls(fs=fs, hop_length=int(fe.get("hop_length", 128)),
                 f0_floor=float(wc.get("f0_floor", 60.0)), f0_ceil=float(wc.get("f0_ceil", 600.0)),
-                sp_dim=int(wc.get("sp_dim", 60)), lifter=int(lifter), voiced_threshold=float(voiced_threshold),
+                lifter=int(lifter), voiced_threshold=float(voiced_threshold),
                 n_fft=int(fe.get("n_fft", 512)), win_length=int(fe.get("win_length") or fe.get("n_fft", 512)),
                 n_mels=int(fe.get("n_mels", 80)), fmin=int(fe.get("fmin") or 0),
                 fmax=int(fe.get("fmax") or fs // 2))
-        if c.envelope not in ("mel", "coded"):
-            raise ValueError(f"{world_conf}: envelope {c.envelope!r}: mel or coded")
         if not 2 <= c.lifter <= c.fft_size // 2:
             raise ValueError(f"lifter {c.lifter}: must be in [2, {c.fft_size // 2}]")
         if not 0.0 <= c.voiced_threshold < 1.0:
@@ -129,7 +125,7 @@ class WorldConfig:
         odim = tc.get("odim")
         if odim is not None and int(odim) != c.dim:
             raise ValueError(f"{train_config}: odim {odim}, but the WORLD features of {world_conf} have "
-                             f"{c.dim} dims ({c.envelope} envelope {c.env_dim} + log F0 + voiced + aperiodicity)")
+                             f"{c.dim} dims (mel envelope {c.n_mels} + log F0 + voiced + aperiodicity)")
         return c
 
 
@@ -155,10 +151,7 @@ def analyze(x: np.ndarray, c: WorldConfig) -> np.ndarray:
         raise ValueError("non-finite samples")
     f0, t = pyworld.dio(x, c.fs, f0_floor=c.f0_floor, f0_ceil=c.f0_ceil, frame_period=c.frame_period_ms)
     f0 = pyworld.stonemask(x, f0, t, c.fs)
-    if c.envelope == "mel":
-        env = _logmel(x, c)
-    else:
-        env = pyworld.code_spectral_envelope(pyworld.cheaptrick(x, f0, t, c.fs, f0_floor=c.f0_floor), c.fs, c.sp_dim)
+    env = _logmel(x, c)
     coded_ap = pyworld.code_aperiodicity(pyworld.d4c(x, f0, t, c.fs), c.fs)
     if len(env) != len(f0):
         raise ValueError(f"log-mel has {len(env)} frames, WORLD {len(f0)}")
@@ -189,15 +182,14 @@ class WorldVocoder:
     """Features (T, dim) -> waveform (float32 at ``fs``)."""
 
     def __init__(self, c: WorldConfig):
-        self.c, self.fs = c, c.fs
-        if c.envelope == "mel":
-            import librosa
+        import librosa
 
-            fb = librosa.filters.mel(sr=c.fs, n_fft=c.n_fft, n_mels=c.n_mels, fmin=c.fmin, fmax=c.fmax)
-            self.band_gain = fb.sum(axis=1)          # a flat amplitude a gives band value a * gain
-            self.usable = self.band_gain > 0.1 * np.median(self.band_gain)
-            self.centres = librosa.mel_frequencies(n_mels=c.n_mels + 2, fmin=c.fmin, fmax=c.fmax)[1:-1]
-            self.dst_freqs = np.linspace(0.0, c.fs / 2, c.fft_size // 2 + 1)
+        self.c, self.fs = c, c.fs
+        fb = librosa.filters.mel(sr=c.fs, n_fft=c.n_fft, n_mels=c.n_mels, fmin=c.fmin, fmax=c.fmax)
+        self.band_gain = fb.sum(axis=1)          # a flat amplitude a gives band value a * gain
+        self.usable = self.band_gain > 0.1 * np.median(self.band_gain)
+        self.centres = librosa.mel_frequencies(n_mels=c.n_mels + 2, fmin=c.fmin, fmax=c.fmax)[1:-1]
+        self.dst_freqs = np.linspace(0.0, c.fs / 2, c.fft_size // 2 + 1)
 
     def mel_envelope(self, logmel: np.ndarray) -> np.ndarray:
         """log10-mel (T, n_mels) -> WORLD power envelope (T, fft_size/2 + 1).
@@ -226,17 +218,14 @@ class WorldVocoder:
         if not np.isfinite(feats).all():
             raise ValueError("non-finite feature values")
         f = feats.astype(np.float64)
-        e = c.env_dim
+        e = c.n_mels
         # the predicted flag is a smoothed 0/1 (L1 regression): at 0.5 the edges of voiced
         # stretches and short voiced sounds turn to noise (synthesis-only setting, chosen on dev)
         voiced = f[:, e + 1] > c.voiced_threshold
         f0 = np.where(voiced, np.clip(np.exp(f[:, e]), c.f0_floor, c.f0_ceil), 0.0)
         # coded aperiodicity is in dB (<= 0); a prediction above 0 dB means "fully aperiodic"
         coded_ap = np.ascontiguousarray(np.minimum(f[:, e + 2:], 0.0))
-        if c.envelope == "mel":
-            sp = self.mel_envelope(f[:, :e])
-        else:
-            sp = pyworld.decode_spectral_envelope(np.ascontiguousarray(f[:, :e]), c.fs, c.fft_size)
+        sp = self.mel_envelope(f[:, :e])
         ap = pyworld.decode_aperiodicity(coded_ap, c.fs, c.fft_size)
         y = pyworld.synthesize(np.ascontiguousarray(f0), sp, ap, c.fs, c.frame_period_ms)
         return y.astype(np.float32)
@@ -297,8 +286,7 @@ def main(argv=None) -> int:
             from pyutils.tts.vocoder import vocode_dirs
 
             n = vocode_dirs(WorldVocoder(c), a.feats_dirs, a.out_dir)["utts"]
-            env = f"lifter {c.lifter}" if c.envelope == "mel" else f"sp_dim {c.sp_dim}"
-            print(f"{n} utterances -> {a.out_dir} (WORLD, {c.envelope} envelope, {env}, voiced above "
+            print(f"{n} utterances -> {a.out_dir} (WORLD, mel envelope, lifter {c.lifter}, voiced above "
                   f"{c.voiced_threshold:g})", file=sys.stderr)
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"error: {e}", file=sys.stderr)
