@@ -226,6 +226,8 @@ def test_train_head_fits_an_ensemble_and_rejects_zero_heads():
     assert det.probs(np.zeros((5, 512))).shape == (5, 17)
     with pytest.raises(DetectorError, match="heads and epochs must be >= 1"):
         train_head([tr], [dv], epochs=1, heads=0, log=lambda m: None)
+    with pytest.raises(DetectorError, match="labels must be times or spans"):
+        train_head([tr], [dv], epochs=1, log=lambda m: None, labels="windows")
     assert [epochs_per_head(n) for n in (1, 2, 3, 5)] == [12, 6, 4, 3]
     assert epochs_per_head(3, 1524) == 4 and epochs_per_head(3, 144) == 12   # >= 100 steps on a small corpus
     det, rep = train_head([tr], [dv], heads=2, log=lambda m: None)          # 6 utterances: 1 batch, 100 epochs

@@ -21,10 +21,7 @@ decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else `
 talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
 Tag windows from tagged transcripts (:mod:`pyutils.nvv_detect.weak_labels`): ``--labels spans``
 takes each window as the sound's span (the frame cross-entropy above; the recipe's
-``--detector_labels transcript``); ``--labels windows`` as a window that holds the sound
-somewhere: each frame's posterior mass on its allowed classes (``none`` away from every window,
-``none`` or the tag inside one) plus a pooled term per window
-(:func:`pyutils.nvv_detect.weak_labels.window_loss`).
+``--detector_labels transcript``).
 
 Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
 event F1 (:func:`pyutils.nvv_detect.thresholds.coordinate_ascent`), frames -> runs -> onsets and
@@ -180,15 +177,9 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
              hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None,
              norm: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[list, list, np.ndarray, np.ndarray]:
     """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays;
-    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble).
-    Labels given as :class:`pyutils.nvv_detect.weak_labels.WindowTargets` (every item alike):
-    the windows loss, :func:`pyutils.nvv_detect.weak_labels.window_loss`."""
+    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble)."""
     import torch
     import torch.nn.functional as F
-
-    from pyutils.nvv_detect.weak_labels import WindowTargets, window_loss
-
-    windows = bool(train) and isinstance(train[0][1], WindowTargets)
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -220,23 +211,15 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
             z = np.zeros((len(idx), d, T), dtype=np.float32)
             y = np.full((len(idx), T), -100, dtype=np.int64)
             w = np.zeros((len(idx), T), dtype=np.float32)
-            allowed, bags = (np.zeros((len(idx), n_classes, T), dtype=bool), []) if windows else (None, None)
             for j, i in enumerate(idx):
                 x, lab, wt = train[i]
                 z[j, :, :len(x)] = ((x - mu) / sigma).T
-                if windows:
-                    allowed[j, :, :len(x)] = lab.allowed.T
-                    bags += [(j, k, f0, f1, wt) for k, f0, f1 in lab.bags]
-                else:
-                    y[j, :len(x)] = lab
+                y[j, :len(x)] = lab
                 w[j, :len(x)] = wt
             logits = forward(ws, bs, torch.from_numpy(z), DILATIONS, DROPOUT, True)
             wt = torch.from_numpy(w)
-            if windows:
-                loss = window_loss(logits, torch.from_numpy(allowed), wt, bags)
-            else:
-                ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
-                loss = (ce * wt).sum() / wt.sum()
+            ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
+            loss = (ce * wt).sum() / wt.sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -256,8 +239,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
     :func:`epochs_per_head`; ``labels``: ``times`` (the events are exact: frame cross-entropy),
     ``spans`` (windows from tagged transcripts, :mod:`pyutils.nvv_detect.weak_labels`, sets of kind
-    ``weak``, taken as the sounds' spans: the same frame cross-entropy) or ``windows`` (the events are
-    windows that hold the sound somewhere: the windows loss)."""
+    ``weak``, taken as the sounds' spans: the same frame cross-entropy)."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
@@ -275,23 +257,16 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     if len(layers) != 1:
         raise DetectorError(f"frame sets of different encoder blocks: {sorted(layers)}")
     classes = ["none"] + list(challenge_tags())
-    if labels not in ("times", "windows", "spans"):
-        raise DetectorError(f"labels must be times, windows or spans, got {labels!r}")
+    if labels not in ("times", "spans"):
+        raise DetectorError(f"labels must be times or spans, got {labels!r}")
     if labels == "times" and any(kind == "weak" for kind, _, _ in train_sets):
         raise DetectorError("a train set of tag windows (kind weak, pyutils.nvv_detect.weak_labels) has no exact "
-                            "event times: fit it with --labels spans or windows")
+                            "event times: fit it with --labels spans")
     tr, n_windows = [], 0
     for kind, _, rows in train_sets:
-        for u, x, ev in frame_inputs(rows):
-            if labels == "windows":
-                from pyutils.nvv_detect.weak_labels import window_targets
-
-                lab = window_targets(len(x), ev, classes, FRAME_S)
-                n_windows += len(lab.bags)
-            else:
-                lab = frame_labels(len(x), ev, classes)
-                n_windows += len(ev) if labels == "spans" else 0
-            tr.append((x, lab, real_weight if kind == "real" else 1.0))
+        for _, x, ev in frame_inputs(rows):
+            n_windows += len(ev) if labels == "spans" else 0
+            tr.append((x, frame_labels(len(x), ev, classes), real_weight if kind == "real" else 1.0))
     dev, real_ids = [], []
     for kind, _, rows in dev_sets:
         part = frame_inputs(rows)
@@ -354,10 +329,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
     ap.add_argument("--heads", type=int, default=HEADS, help="an ensemble of this many heads, posteriors averaged")
-    ap.add_argument("--labels", choices=("times", "windows", "spans"), default="times",
-                    help="the train sets' events: exact times (frame cross-entropy), tag windows of "
-                         "pyutils.nvv_detect.weak_labels taken as the sounds' spans (the same loss: spans) or "
-                         "as windows that hold the sound somewhere (the windows loss: windows)")
+    ap.add_argument("--labels", choices=("times", "spans"), default="times",
+                    help="the train sets' events: exact times (frame cross-entropy: times) or tag windows of "
+                         "pyutils.nvv_detect.weak_labels taken as the sounds' spans (the same loss: spans)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
     from pyutils.nvv_detect.whisper_frames import load

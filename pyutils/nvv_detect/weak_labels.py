@@ -3,12 +3,12 @@
     python -m pyutils.nvv_detect.weak_labels --data-dir data/train --lang en --out exp/.../weak_train \\
         [--max-utts N] [--threads 2]
     python -m pyutils.nvv_detect.whisper_frames --weak-dir exp/.../weak_train --out feats/wf_train.npz
-    python -m pyutils.nvv_detect.frame_heads --labels windows --train-feats feats/wf_train.npz ...
+    python -m pyutils.nvv_detect.frame_heads --labels spans --train-feats feats/wf_train.npz ...
 
 Every public NVV corpus gives tagged transcripts without times (``That was really surprising.
 [laugh]``). This module turns each tag of a Kaldi data dir (``wav.scp`` + ``text``) into a time
-window that holds the sound, and the frame head is fitted on those windows (:func:`window_targets`,
-:func:`window_loss`; ``--labels windows`` of :mod:`pyutils.nvv_detect.frame_heads`).
+window that holds the sound, and the frame head is fitted on those windows taken as the sounds'
+spans (``--labels spans`` of :mod:`pyutils.nvv_detect.frame_heads`).
 
 Alignment. The reference text with each tag written as a placeholder annotation (``(laugh)``)
 is forced through frozen Whisper base (the CTranslate2 weights of ``make -C tools``,
@@ -63,7 +63,6 @@ MIN_GAP_S = 0.3         # a shorter gap between the words around a tag is widene
 MAX_TAG_ONLY_S = 5.0    # a transcript of tags only: the whole utterance up to this long
 MAX_ALIGN_S = 30.0      # one Whisper window
 SR = 16000
-MARGIN_S = 0.2          # frames this close to a window are not `none` (the loss's margin)
 BRACKET_RE = re.compile(r"\[([^\[\]]*)\]")
 
 
@@ -300,75 +299,6 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
     with atomic_write(out / "report.json") as f:
         f.write(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return report
-
-
-# ---------------------------------------------------------------- the loss of windows
-class WindowTargets(NamedTuple):
-    """What the windows of one utterance say about its ``T`` frames."""
-    allowed: np.ndarray     # (T, K) bool: the classes a frame may have
-    bags: List[Tuple[int, int, int]]  # (class, first frame, end frame) of each window
-
-
-def window_targets(n: int, windows: Sequence[dict], classes: Sequence[str], frame_s: float,
-                   margin_s: float = MARGIN_S) -> WindowTargets:
-    """Frame ``f`` (centre ``c_f = (f + 0.5) frame_s``) may be ``none`` and the tag of every
-    window ``[s - margin, e + margin]`` holding ``c_f``; a frame outside all of them is ``none``.
-    A window's bag: the frames whose centres lie in ``[s, e]`` (at least the nearest one)."""
-    idx = {c: i for i, c in enumerate(classes)}
-    allowed = np.zeros((n, len(classes)), dtype=bool)
-    allowed[:, 0] = True
-    c = (np.arange(n) + 0.5) * frame_s
-    bags = []
-    for w in windows:
-        if w["tag"] not in idx:
-            raise DetectorError(f"window tag {w['tag']!r} is not one of the detector's classes")
-        k = idx[w["tag"]]
-        allowed[(c >= w["start"] - margin_s) & (c < w["end"] + margin_s), k] = True
-        inside = np.nonzero((c >= w["start"]) & (c < w["end"]))[0]
-        if len(inside):
-            bags.append((k, int(inside[0]), int(inside[-1]) + 1))
-        elif n:
-            f = int(min(n - 1, max(0, round(0.5 * (w["start"] + w["end"]) / frame_s - 0.5))))
-            allowed[f, k] = True
-            bags.append((k, f, f + 1))
-    return WindowTargets(allowed, bags)
-
-
-def exact_targets(labels: np.ndarray, n_classes: int) -> WindowTargets:
-    """Frame labels of exact event times as targets of the same loss (one allowed class a frame, no bags)."""
-    allowed = np.zeros((len(labels), n_classes), dtype=bool)
-    allowed[np.arange(len(labels)), labels] = True
-    return WindowTargets(allowed, [])
-
-
-def window_loss(logits, allowed, valid, bags):
-    """Loss of a batch: ``logits`` (B, K, T), ``allowed`` (B, K, T) bool, ``valid`` (B, T) frame
-    weights (0 on padding), ``bags`` ``[(b, k, f0, f1, w)]`` (torch tensors / a list).
-
-    ``L = [sum_f v_f (-log sum_{k in A_f} P(k | f)) + sum_w v_w n_w (-log Q_w)] / sum_f v_f``:
-    each frame's posterior mass on its allowed classes ``A_f`` (partial labels: ``{none}`` far
-    from every window; exact times give one class, the cross-entropy), and each window's pooled
-    posterior of its tag, the linear-softmax pooling ``Q_w = sum_{f in w} P(k|f)^2 / sum_{f in w} P(k|f)``
-    (Wang, Li & Metze, ICASSP 2019: a soft maximum over the window: high when some frames hold
-    the tag, indifferent to where), weighted by the window's ``n_w`` frames (as many as its
-    frames would weigh with exact times; a constant weight of 10 frames left the tags'
-    posteriors low: measured in ``README.md``)."""
-    import torch
-
-    logp = torch.log_softmax(logits, dim=1)
-    part = torch.logsumexp(logp.masked_fill(~allowed, float("-inf")), dim=1)      # (B, T)
-    part = torch.where(valid > 0, part, torch.zeros_like(part))
-    total = -(part * valid).sum()
-    norm = valid.sum()
-    if bags:
-        p = logp.exp()
-        terms = []
-        for b, k, f0, f1, w in bags:
-            q = p[b, k, f0:f1]
-            pooled = (q * q).sum() / q.sum().clamp_min(1e-8)
-            terms.append(-w * (f1 - f0) * torch.log(pooled.clamp_min(1e-6)))
-        total = total + torch.stack(terms).sum()
-    return total / norm.clamp_min(1e-8)
 
 
 def main(argv=None) -> int:
