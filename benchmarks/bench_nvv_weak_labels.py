@@ -141,8 +141,6 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=0, help="epochs per head (0: frame_heads.epochs_per_head)")
     ap.add_argument("--variants", default="times,spans", help="comma-separated: times, spans")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-pad", dest="pad", action="store_false",
-                    help="derive the windows from unpadded Whisper encodings (weak_labels --no-pad)")
     ap.add_argument("--md", type=Path)
     a = ap.parse_args(argv)
     from pyutils.nvv_detect.frame_heads import train_head
@@ -152,10 +150,9 @@ def main(argv=None) -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     weak, quality = {}, {}
     for split, mx in (("train", a.max_train), ("dev", 0)):
-        d = a.work / f"weak_{split}{'_' + str(mx) if mx else ''}{'' if a.pad else '_nopad'}"
+        d = a.work / f"weak_{split}{'_' + str(mx) if mx else ''}"
         if not (d / "report.json").is_file():
-            rep = derive(a.corpus / "data" / split, d, a.lang, mx, a.threads, log=lambda m: print(m, file=sys.stderr),
-                         pad=a.pad)
+            rep = derive(a.corpus / "data" / split, d, a.lang, mx, a.threads, log=lambda m: print(m, file=sys.stderr))
             print(f"windows {split}: {rep['seconds']} s", file=sys.stderr)
         weak[split] = d
         quality[split] = {**window_quality(d, a.corpus, split),

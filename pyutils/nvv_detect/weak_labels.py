@@ -23,9 +23,9 @@ of :mod:`pyutils.nvv_detect.whisper_frames`: the decoder's cross-attention needs
 window of the full model, the frames use unpadded windows of the PyTorch encoder, so this is a
 separate, cached step (one CTranslate2 int8 pass per tagged utterance; untagged ones need none).
 The encoder sees Whisper's padded 30 s window, as in training: 49 % of the mini corpus's events
-inside their window against 34 % unpadded (the ``audio_ctx`` of whisper.cpp, ``--no-pad``: a few
-times less encoder work for 3-5 s utterances, looser window ends), and a detector fitted on the
-windows scores 70.99 against 69.62 (measured in ``README.md``).
+inside their window against 34 % unpadded (the ``audio_ctx`` of whisper.cpp: a few times less
+encoder work for 3-5 s utterances, looser window ends; measured in ``README.md``, not adopted,
+removed after commit 9e77449).
 
 Windows. For a tag between word ``a`` (before) and word ``b`` (after), the window is the gap
 ``[end_a, start_b]`` (``0`` / the utterance's duration at the edges); when the gap is shorter
@@ -130,8 +130,7 @@ def tag_windows(words: Sequence[Tuple[float, float]], tag_pos: Sequence[int], du
 class WhisperAligner:
     """Frozen Whisper forced to a reference text: word times and the tags' word positions."""
 
-    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1, placeholders: bool = True,
-                 pad: bool = True):
+    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1, placeholders: bool = True):
         from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
 
@@ -146,7 +145,7 @@ class WhisperAligner:
         self.tok = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
                              language=self.lang)
         self.space = "" if char_units(self.lang) else " "
-        self.placeholders, self.pad = placeholders, pad
+        self.placeholders = placeholders
 
     def _tokens(self, tg: Tagged) -> Tuple[List[int], List[int], List[int]]:
         """(tokens, word index of each token (-1: a placeholder), tag positions in words)."""
@@ -175,17 +174,13 @@ class WhisperAligner:
 
     def words_and_tags(self, audio: np.ndarray, tg: Tagged) -> Tuple[List[Tuple[float, float]], List[int], float]:
         """``(word times, tag positions, mean token probability)`` of 16 kHz mono ``audio``."""
+        from faster_whisper.audio import pad_or_trim
+
         toks, owner, pos = self._tokens(tg)
         feats = self.model.feature_extractor(np.ascontiguousarray(audio, dtype=np.float32))
         n_frames = min(feats.shape[-1] - 1, 3000)
         try:
-            # padded (default): Whisper's 30 s window; else the utterance only (module docstring)
-            if self.pad:
-                from faster_whisper.audio import pad_or_trim
-
-                enc = self.model.encode(pad_or_trim(feats[:, :n_frames]))
-            else:
-                enc = self.model.encode(np.ascontiguousarray(feats[:, :n_frames]))
+            enc = self.model.encode(pad_or_trim(feats[:, :n_frames]))     # Whisper's padded 30 s window
             res = self.model.model.align(enc, self.tok.sot_sequence, [toks], n_frames, median_filter_width=7)[0]
         except (RuntimeError, ValueError) as e:
             raise SkipUtt("alignment failed", str(e)) from e
@@ -234,8 +229,7 @@ def utterance_windows(utt: str, audio: Optional[np.ndarray], text: str, aligner:
 
 
 def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threads: int = 1,
-           min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print,
-           pad: bool = True) -> dict:
+           min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print) -> dict:
     """Windows of every utterance of ``data_dir`` (``wav.scp`` + ``text``) -> ``out`` (see the
     module docstring); returns the report. Raises :class:`WeakLabelError` when no tag got a window."""
     from pyutils.audio import to_mono_16k
@@ -271,7 +265,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
                 x = np.asarray(x, dtype=np.float32)
                 audio = to_mono_16k(x.mean(axis=1) if x.ndim == 2 else x, sr)
                 if aligner is None and "".join(tg.pieces).strip():
-                    aligner = WhisperAligner(model, lang, threads, placeholders, pad)
+                    aligner = WhisperAligner(model, lang, threads, placeholders)
             wins, how = utterance_windows(u, audio, texts[u], aligner, min_gap)
         except SkipUtt as e:
             skipped.setdefault(e.kind, []).append(u)
@@ -288,7 +282,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
               "windows": len(rows), "skipped": {k: len(v) for k, v in sorted(skipped.items())},
               "skipped_examples": {k: v[:5] for k, v in sorted(skipped.items())},
               "tags": {t: sum(1 for r in rows if r["tag"] == t) for t in sorted({r["tag"] for r in rows})},
-              "min_gap_s": min_gap, "placeholders": placeholders, "padded": pad, "seconds": round(time.time() - t0, 1)}
+              "min_gap_s": min_gap, "placeholders": placeholders, "seconds": round(time.time() - t0, 1)}
     if not rows:
         raise WeakLabelError(f"{data_dir}: no tag of {len(utts)} utterances got a time window "
                              f"(skipped: {report['skipped'] or 'none'}; a transcript needs [tag]s)")
@@ -310,8 +304,6 @@ def main(argv=None) -> int:
     ap.add_argument("--min-gap", type=float, default=MIN_GAP_S, help="widen shorter gaps to the neighbouring words (s)")
     ap.add_argument("--no-placeholders", action="store_true",
                     help="align the words alone (the tags not in the forced text)")
-    ap.add_argument("--no-pad", dest="pad", action="store_false",
-                    help="encode the utterance unpadded, not Whisper's 30 s window (less encoder work, looser windows)")
     ap.add_argument("--model", default="base", help="Whisper weights (pyutils.whisper.weights; never downloaded)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
@@ -319,7 +311,7 @@ def main(argv=None) -> int:
 
     try:
         rep = derive(a.data_dir, a.out, a.lang, a.max_utts, a.threads, a.min_gap, not a.no_placeholders, a.model,
-                     log=lambda m: print(m, file=sys.stderr), pad=a.pad)
+                     log=lambda m: print(m, file=sys.stderr))
     except (DetectorError, WhisperWeightsError, OSError) as e:
         print(f"nvv_detect.weak_labels: error: {e}", file=sys.stderr)
         return 1
