@@ -48,8 +48,8 @@ VARIANTS = {
     "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
                                                            {"embed": True, "l2": 0.1, "tune_on": "all"}),
 }
-#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.frame_heads): name -> YAMNet logits beside the frames
-FRAME_VARIANTS = {"Whisper-frame head": False, "Whisper + YAMNet frame head": True}
+#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.frame_heads)
+FRAME_VARIANTS = ("Whisper-frame head",)
 
 
 def feature_set(work: Path, name: str, make, kind: str, feats: Features):
@@ -153,21 +153,17 @@ def main(argv=None) -> int:
         layers = [int(v) for v in a.layers.split(",")]
         (a.work / "wf").mkdir(parents=True, exist_ok=True)
         wsets = {k: frames_set(a.work, k, m, kind, layers) for k, (m, kind) in makers.items()}
-        yam = {r.utt: (r.starts, r.logits) for _, rws in sets.values() for r in rws}
     rows = []
     for name in ["no detector"] + names:
         cells = []
         if name in FRAME_VARIANTS:
-            from pyutils.nvv_detect.frame_heads import join_inputs, train_head
+            from pyutils.nvv_detect.frame_heads import FrameDetector, frame_inputs, train_head
 
-            y = yam if FRAME_VARIANTS[name] else None
-            if a.frame_model and not FRAME_VARIANTS[name]:
-                from pyutils.nvv_detect.frame_heads import FrameDetector
-
+            if a.frame_model:
                 det = FrameDetector.load(a.frame_model)
             else:
                 det, rep = train_head([wsets["corpus_train"], wsets["real_train"]], [wsets["corpus_dev"], wsets["real_dev"]],
-                                      y, log=lambda m: None, seed=a.seed, heads=a.heads, epochs=a.epochs or None)
+                                      log=lambda m: None, seed=a.seed, heads=a.heads, epochs=a.epochs or None)
                 print(f"{name}: {a.heads} head(s) x {rep['epochs']} epochs, seed {a.seed}: fit + thresholds "
                       f"{rep['seconds']} s wall, {rep['cpu_seconds']} s CPU", file=sys.stderr)
         elif name != "no detector":
@@ -178,7 +174,7 @@ def main(argv=None) -> int:
             kind, rws = sets[set_name]
             ev = {}
             if name in FRAME_VARIANTS:
-                ev = {u: det.events_of(u, x) for u, x, _ in join_inputs(wsets[set_name][2], y, det.feature_ids)}
+                ev = {u: det.events_of(u, x) for u, x, _ in frame_inputs(wsets[set_name][2])}
             elif name != "no detector":
                 from pyutils.nvv_detect.yamnet_detector import model_features
 

@@ -119,9 +119,9 @@ def main(argv=None) -> int:
     if isinstance(det, Detector):
         feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
     else:                                   # a Whisper-frame detector; YAMNet still gives the naive mapping
-        from pyutils.nvv_detect.frame_heads import FrameFeatures
+        from pyutils.nvv_detect.whisper_frames import WhisperFrames
 
-        feats, frame_feats = Features(hop_s=HOP_S, context=0), FrameFeatures(det)
+        feats, frame_feats = Features(hop_s=HOP_S, context=0), WhisperFrames(det.layers, threads=1)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
     test_events = naive_test_events = None
     for name, (d, utts) in sets.items():

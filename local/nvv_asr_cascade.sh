@@ -7,7 +7,7 @@
 #     clips of its train/dev speakers spliced the same way (<corpus_dir>/deeply_nvv/real_{train,dev},
 #     feature sets deeply_{train,dev}); --detector whisper: frozen Whisper
 #     encoder frames (pyutils.nvv_detect.whisper_frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
-#     patches (pyutils.nvv_detect.yamnet_features, feats/<set>.<part>.npz), whisper_yamnet: both
+#     patches (pyutils.nvv_detect.yamnet_features, feats/<set>.<part>.npz)
 #     (--nj jobs per set; verified markers); --detector_labels transcript (auto: with real corpora): the
 #     train/dev sets' tagged transcripts give each tag a time window (frozen Whisper forced to the text,
 #     pyutils.nvv_detect.weak_labels -> feats/weak_corpus_{train,dev}/windows.jsonl), the features of those
@@ -41,7 +41,7 @@ fi
 
 # ---------------------------------------------------------------- stage 4
 # feats_set NAME SIG ARGS...: YAMNet features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz;
-# frames_set NAME SIG ARGS...: Whisper-encoder frames (--detector whisper*), ${_featdir}/wf_NAME.<part>.npz.
+# frames_set NAME SIG ARGS...: Whisper-encoder frames (--detector whisper), ${_featdir}/wf_NAME.<part>.npz.
 feats_set() { _cached_set "$1" "$2" pyutils.nvv_detect.yamnet_features "${@:3}"; }
 frames_set() { _cached_set "wf_$1" "$2 layers=${detector_layers}" pyutils.nvv_detect.whisper_frames "${@:3}" --layers "${detector_layers}"; }
 _cached_set() {
@@ -74,9 +74,7 @@ weak_set() {
 }
 # detector_sets SET SIG ARGS...: the features the chosen --detector reads
 detector_sets() {
-  [ "${detector}" != whisper ] && feats_set "$@"
-  [ "${detector}" != yamnet ] && frames_set "$@"
-  return 0
+  if [ "${detector}" = yamnet ]; then feats_set "$@"; else frames_set "$@"; fi
 }
 
 # the labels: exact event times (the mini corpus) or tag windows from tagged transcripts (real corpora)
@@ -160,11 +158,6 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
     else
       _det_mod=pyutils.nvv_detect.frame_heads _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
       [ "${_det_labels}" = transcript ] && _det_args+=(--labels spans)
-      if [ "${detector}" = whisper_yamnet ]; then
-        for f in "${_featdir}"/corpus_{train,dev}.*.npz "${_featdir}"/real_{train,dev}.*.npz "${_featdir}"/deeply_{train,dev}.*.npz; do
-          [ -f "${f}" ] && _det_args+=(--yamnet-feats "${f}")
-        done
-      fi
     fi
     _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector} ${_det_args[*]} ${detector_args}"
   fi

@@ -46,20 +46,20 @@ asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or -
                          # cascade: frozen Whisper base text + an NVV detector fitted on the corpus, tags
                          # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
 detector=whisper         # cascade: the NVV detector: whisper (a conv head on frozen Whisper base encoder frames,
-                         # pyutils.nvv_detect.frame_heads) | whisper_yamnet (the same with YAMNet logits beside the frames)
-                         # | yamnet (softmax regression on YAMNet patches, pyutils.nvv_detect.yamnet_detector)
-detector_layers=5        # cascade, --detector whisper*: the encoder blocks whose states the head reads
+                         # pyutils.nvv_detect.frame_heads) | yamnet (softmax regression on YAMNet patches,
+                         # pyutils.nvv_detect.yamnet_detector)
+detector_layers=5        # cascade, --detector whisper: the encoder blocks whose states the head reads
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_labels=auto     # cascade: the detector's labels: times (exact event times, the mini corpus's events/) |
                          # transcript (tag windows from the train/dev sets' tagged transcripts, frozen Whisper forced
                          # to each, pyutils.nvv_detect.weak_labels; fitted as the sounds' spans); auto: times for the mini corpus, transcript for
-                         # real corpora (--corpus NAME; --detector whisper*)
+                         # real corpora (--corpus NAME; --detector whisper)
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
 detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
                          # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
 detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
-detector_heads=3         # cascade, --detector whisper*: an ensemble of N conv heads (seeds 0, 1000, ...), their
+detector_heads=3         # cascade, --detector whisper: an ensemble of N conv heads (seeds 0, 1000, ...), their
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
                          # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads / .yamnet_detector (e.g. "--real-weight 8")
@@ -136,7 +136,7 @@ check_options() {   # (called by the prelude once the options are parsed)
     fi
   fi
   check_choice asr_method espnet cascade
-  check_choice detector whisper whisper_yamnet yamnet
+  check_choice detector whisper yamnet
   check_match detector_layers '^[1-6](,[1-6])*$' "encoder blocks 1-6 separated by commas"
   check_choice detector_real auto true false
   if [ "${asr_method}" = cascade ]; then
@@ -148,7 +148,7 @@ check_options() {   # (called by the prelude once the options are parsed)
     check_choice nvv_naming true false
     check_choice detector_labels auto times transcript
     if [ "${detector_labels}" = transcript ] && [ "${detector}" = yamnet ]; then
-      option_error "--detector_labels transcript fits the Whisper-frame head: give --detector whisper or whisper_yamnet with it"
+      option_error "--detector_labels transcript fits the Whisper-frame head: give --detector whisper with it"
     fi
   fi
   check_choice token_type bpe char whisper

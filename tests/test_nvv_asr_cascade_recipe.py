@@ -37,7 +37,7 @@ def run(cmd, cwd, timeout=60):
     (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
     (["--detector_embed", "yes"], "--detector_embed expects true or false"),   # utils/parse_options.sh
     (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
-    (["--detector", "hmm"], "--detector must be whisper, whisper_yamnet or yamnet, got 'hmm'"),
+    (["--detector", "hmm"], "--detector must be whisper or yamnet, got 'hmm'"),
     (["--detector_layers", "4,7"], "--detector_layers must be encoder blocks 1-6"),
     (["--detector_heads", "0"], "--detector_heads must be a whole number >= 1, got '0'"),
     (["--detector_heads", "three"], "--detector_heads must be a whole number >= 1, got 'three'"),

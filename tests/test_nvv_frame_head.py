@@ -7,7 +7,7 @@ import pytest
 
 from pyutils.nvv_detect.events import frame_runs_to_events
 from pyutils.nvv_detect.arrays import DetectorError
-from pyutils.nvv_detect.frame_heads import FrameDetector, fit_head, forward, upsample_patches
+from pyutils.nvv_detect.frame_heads import FrameDetector, fit_head, forward
 from pyutils.nvv_detect.whisper_frames import FRAME_S, FrameUtt, frame_labels, load, save
 
 TAGS = ["laugh", "cough"]
@@ -44,17 +44,6 @@ def test_long_region_is_cut_where_its_tag_changes():
     p[40:80, 1] = 0.9
     ev = frame_runs_to_events("u", t, p, TAGS, [0.5, 0.5])
     assert [(e["tag"], e["start"], e["end"]) for e in ev] == [("laugh", 0.0, 1.6), ("cough", 1.6, 3.2)]
-
-
-def test_upsample_patches_takes_the_nearest_patch_centre():
-    starts = np.array([0.0, 0.24, 0.48])               # centres 0.48, 0.72, 0.96
-    f = np.array([[1.0], [2.0], [3.0]])
-    up = upsample_patches(30, starts, f)
-    assert up.shape == (30, 1)
-    c = (np.arange(30) + 0.5) * FRAME_S
-    want = np.array([1.0, 2.0, 3.0])[np.abs(c[:, None] - np.array([0.48, 0.72, 0.96])[None]).argmin(axis=1)]
-    assert np.array_equal(up[:, 0], want)
-    assert upsample_patches(4, starts[:1], f[:1])[:, 0].tolist() == [1.0] * 4
 
 
 def _synthetic(n_utts, rng, d=6):
@@ -96,7 +85,7 @@ def _detector(d=6, k=3, hidden=4, seed=0):
     arr.update({"kind": np.array("whisper_frames"), "classes": np.array(["none"] + TAGS),
                 "thresholds": np.array([0.5, 0.5], np.float32), "mu": np.zeros(d, np.float32),
                 "sigma": np.ones(d, np.float32), "layers": np.array([6]), "frame_s": np.float64(FRAME_S),
-                "yamnet": np.int64(0), "feature_ids": np.zeros(0, np.int64), "dilations": np.array([1, 2, 4])})
+                "dilations": np.array([1, 2, 4])})
     return arr
 
 
@@ -117,6 +106,17 @@ def test_detector_file_round_trip_checksum_and_shape_checks(tmp_path):
     del bad["w3"]
     with pytest.raises(DetectorError, match="w0..w3"):
         FrameDetector(bad)
+
+
+def test_file_of_the_removed_yamnet_inputs_is_refused():
+    """Files written before the YAMNet inputs were removed carry ``yamnet`` and ``feature_ids``:
+    without YAMNet (0) they load as before, with it (1) they are refused, not misread."""
+    arr = _detector(d=512)
+    old = {**arr, "yamnet": np.int64(0), "feature_ids": np.zeros(0, np.int64)}
+    x = np.random.default_rng(5).normal(size=(9, 512))
+    assert np.allclose(FrameDetector(old).probs(x), FrameDetector(arr).probs(x))
+    with pytest.raises(DetectorError, match="whisper_yamnet"):
+        FrameDetector({**old, "yamnet": np.int64(1), "feature_ids": np.arange(4)})
 
 
 def test_cached_frames_round_trip(tmp_path):
@@ -226,6 +226,8 @@ def test_train_head_fits_an_ensemble_and_rejects_zero_heads():
     assert det.probs(np.zeros((5, 512))).shape == (5, 17)
     with pytest.raises(DetectorError, match="heads and epochs must be >= 1"):
         train_head([tr], [dv], epochs=1, heads=0, log=lambda m: None)
+    with pytest.raises(DetectorError, match="labels must be times or spans"):
+        train_head([tr], [dv], epochs=1, log=lambda m: None, labels="windows")
     assert [epochs_per_head(n) for n in (1, 2, 3, 5)] == [12, 6, 4, 3]
     assert epochs_per_head(3, 1524) == 4 and epochs_per_head(3, 144) == 12   # >= 100 steps on a small corpus
     det, rep = train_head([tr], [dv], heads=2, log=lambda m: None)          # 6 utterances: 1 batch, 100 epochs

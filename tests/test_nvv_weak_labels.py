@@ -1,5 +1,5 @@
-"""Weak labels: tag windows from tagged transcripts (pyutils.nvv_detect.weak_labels), the windows
-loss of the frame head, and stage 4-5 of the cascade recipe on a real-corpus layout."""
+"""Weak labels: tag windows from tagged transcripts (pyutils.nvv_detect.weak_labels) and stage 4-5
+of the cascade recipe on a real-corpus layout."""
 
 import csv
 import json
@@ -12,9 +12,8 @@ import pytest
 import soundfile as sf
 
 from pyutils.nvv_detect.arrays import DetectorError
-from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelError, derive, exact_targets,
-                                            parse_tagged, tag_windows, utterance_windows, window_loss,
-                                            window_targets)
+from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelError, derive, parse_tagged,
+                                            tag_windows, utterance_windows)
 
 ROOT = Path(__file__).resolve().parent.parent
 WHISPER = ROOT / "tools" / "models" / "whisper-base"
@@ -114,47 +113,6 @@ def test_derive_without_any_window_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(WeakLabelError, match="wav.scp not found"):
         derive(tmp_path / "empty", tmp_path / "weak2")
-
-
-# ---------------------------------------------------------------- the windows loss
-def test_window_targets_mark_allowed_classes_and_bags():
-    classes = ["none", "laugh", "cough"]
-    t = window_targets(25, [{"tag": "laugh", "start": 0.4, "end": 0.6}], classes, 0.04, margin_s=0.08)
-    c = (np.arange(25) + 0.5) * 0.04
-    assert t.allowed[:, 0].all() and not t.allowed[:, 2].any()
-    assert np.array_equal(np.nonzero(t.allowed[:, 1])[0], np.nonzero((c >= 0.32) & (c < 0.68))[0])
-    assert t.bags == [(1, 10, 15)]                       # centres 0.42 .. 0.58
-    # a window shorter than a frame still gets one frame
-    t = window_targets(25, [{"tag": "cough", "start": 0.50, "end": 0.51}], classes, 0.04, margin_s=0.0)
-    assert t.bags == [(2, 12, 13)] and t.allowed[12, 2]
-    with pytest.raises(Exception, match="not one of the detector's classes"):
-        window_targets(5, [{"tag": "clap", "start": 0.0, "end": 0.1}], classes, 0.04)
-
-
-def test_window_loss_rewards_the_tag_inside_its_window_and_equals_ce_on_exact_labels():
-    torch = pytest.importorskip("torch")
-    import torch.nn.functional as F
-
-    classes = ["none", "laugh", "cough"]
-    t = window_targets(20, [{"tag": "laugh", "start": 0.2, "end": 0.6}], classes, 0.04, margin_s=0.0)
-    allowed = torch.from_numpy(t.allowed.T[None].copy())
-    valid = torch.ones(1, 20)
-    bags = [(0, k, f0, f1, 1.0) for k, f0, f1 in t.bags]
-
-    def loss(fire_at):
-        lg = torch.zeros(1, 3, 20)
-        lg[0, 0] = 4.0
-        lg[0, 1, fire_at] = 8.0                          # the laugh fires on these frames only
-        return float(window_loss(lg, allowed, valid, bags))
-
-    inside, outside, nowhere = loss([8, 9]), loss([15, 16]), loss([])
-    assert inside < nowhere < outside                    # found in its window < missed < fired outside it
-    # exact frame labels: the loss is the frame cross-entropy
-    y = np.array([0] * 5 + [1] * 5 + [2] * 5 + [0] * 5)
-    lg = torch.randn(1, 3, 20, generator=torch.Generator().manual_seed(0))
-    e = exact_targets(y, 3)
-    got = window_loss(lg, torch.from_numpy(e.allowed.T[None].copy()), valid, [])
-    assert abs(float(got) - float(F.cross_entropy(lg, torch.from_numpy(y)[None]))) < 1e-5
 
 
 # ---------------------------------------------------------------- real audio: alignment and the recipe

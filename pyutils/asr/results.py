@@ -179,8 +179,8 @@ def _cascade_lines(exp: str) -> List[str]:
     if not rep:
         fitted = "the shipped model"
     elif frames:
-        fitted = (f"encoder block(s) {','.join(map(str, rep.get('layers', [])))}"
-                  f"{' + YAMNet logits' if rep.get('yamnet') else ''}; fitted on {rep.get('train_utts')} utterances "
+        fitted = (f"encoder block(s) {','.join(map(str, rep.get('layers', [])))}; "
+                  f"fitted on {rep.get('train_utts')} utterances "
                   f"({rep.get('train_frames')} frames of 40 ms), tuned on {rep.get('dev_utts')} dev utterances "
                   f"({rep.get('real_dev_utts', 0)} real), dev event P/R/F1 {rep.get('dev_micro')}")
     else:

@@ -2,14 +2,12 @@
 posteriors, events from runs of frames (``--detector whisper`` of ``local/nvv_asr.sh``).
 
     python -m pyutils.nvv_detect.frame_heads --train-feats feats/wf_corpus_train.1.npz ... \\
-        --dev-feats feats/wf_corpus_dev.1.npz ... [--yamnet-feats feats/corpus_train.1.npz ...] \\
+        --dev-feats feats/wf_corpus_dev.1.npz ... \\
         --out exp/.../nvv_detector.npz [--report detector_report.json]
     python -m pyutils.nvv_detect.detect --model exp/.../nvv_detector.npz ...   (either kind of model)
 
 Input per 40 ms frame ``f`` (:mod:`pyutils.nvv_detect.whisper_frames`): the pooled states ``x_f`` of
-the chosen encoder blocks; with ``yamnet`` also the YAMNet logits of the kept AudioSet classes
-(:func:`pyutils.nvv_detect.yamnet_features.default_feature_ids`) of the patch whose centre is nearest the
-frame's centre (:func:`upsample_patches`). Standardised, ``z_f = (x_f - mu) / sigma``.
+the chosen encoder blocks. Standardised, ``z_f = (x_f - mu) / sigma``.
 
 Head: ``h_1 = GELU(conv_{k=3}(z))``, ``h_2 = GELU(conv_{k=5, dilation 2}(h_1))``,
 ``h_3 = GELU(conv_{k=5, dilation 4}(h_2))``, ``P(k | f) = softmax(conv_{k=1}(h_3))_k`` over
@@ -23,10 +21,7 @@ decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else `
 talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
 Tag windows from tagged transcripts (:mod:`pyutils.nvv_detect.weak_labels`): ``--labels spans``
 takes each window as the sound's span (the frame cross-entropy above; the recipe's
-``--detector_labels transcript``); ``--labels windows`` as a window that holds the sound
-somewhere: each frame's posterior mass on its allowed classes (``none`` away from every window,
-``none`` or the tag inside one) plus a pooled term per window
-(:func:`pyutils.nvv_detect.weak_labels.window_loss`).
+``--detector_labels transcript``).
 
 Events: per-tag thresholds ``theta`` chosen on the dev sets by coordinate ascent of the micro
 event F1 (:func:`pyutils.nvv_detect.thresholds.coordinate_ascent`), frames -> runs -> onsets and
@@ -40,10 +35,11 @@ misses a whole tag is outvoted by the others). Epochs per head by default ``ceil
 (the cost of one head), at least ``MIN_STEPS`` optimiser steps (:func:`epochs_per_head`).
 
 Model file: one ``.npz`` of plain arrays beside ``<file>.sha256`` (``kind`` = ``whisper_frames``,
-``classes``, ``thresholds``, ``mu``, ``sigma``, ``layers``, ``frame_s``, ``yamnet``, ``feature_ids``,
+``classes``, ``thresholds``, ``mu``, ``sigma``, ``layers``, ``frame_s``,
 ``dilations``, ``w0..w3``, ``b0..b3``; an ensemble adds ``heads`` = N and heads 2..N as
 ``h<j>_w0..h<j>_b3``, j = 1..N-1: a file without ``heads`` is one head); loading checks the
-SHA-256, nothing is unpickled.
+SHA-256, nothing is unpickled. A file with ``yamnet`` = 1 (YAMNet logits beside the frames, the
+unadopted ``--detector whisper_yamnet``, removed after commit 9e77449) is refused.
 """
 
 from __future__ import annotations
@@ -67,21 +63,6 @@ EPOCHS, BATCH, LR, DROPOUT, WEIGHT_DECAY = 12, 16, 2e-3, 0.2, 1e-4
 HEADS, SEED_STRIDE, MIN_STEPS = 1, 1000, 100
 
 
-def upsample_patches(n_frames: int, starts: np.ndarray, feats: np.ndarray, frame_s: float = FRAME_S,
-                     patch_s: float = 0.96) -> np.ndarray:
-    """(n_frames, d): per frame the row of the patch whose centre ``starts_i + patch_s / 2`` is
-    nearest the frame centre ``(f + 0.5) frame_s``."""
-    if len(starts) == 0:
-        return np.zeros((n_frames, feats.shape[1]), dtype=np.float32)
-    centres = np.asarray(starts, dtype=np.float64) + patch_s / 2
-    c = (np.arange(n_frames) + 0.5) * frame_s
-    i = np.clip(np.searchsorted(centres, c), 1, max(1, len(centres) - 1))
-    if len(centres) == 1:
-        return np.repeat(feats[:1], n_frames, axis=0).astype(np.float32)
-    i = np.where(np.abs(centres[i - 1] - c) <= np.abs(centres[i] - c), i - 1, i)
-    return np.asarray(feats, dtype=np.float32)[i]
-
-
 def forward(weights: Sequence, biases: Sequence, z, dilations: Sequence[int] = DILATIONS,
             dropout: float = 0.0, training: bool = False):
     """Logits ``(B, K, T)`` of standardised frames ``z`` ``(B, D, T)`` (torch tensors)."""
@@ -98,17 +79,19 @@ class FrameDetector:
     """A fitted head: posteriors per frame and events (see the module docstring)."""
 
     def __init__(self, arrays: Dict[str, np.ndarray], path: str = "<memory>"):
-        need = ("kind", "classes", "thresholds", "mu", "sigma", "layers", "frame_s", "yamnet", "feature_ids",
-                "dilations")
+        need = ("kind", "classes", "thresholds", "mu", "sigma", "layers", "frame_s", "dilations")
         missing = [k for k in need if k not in arrays]
         if missing or str(arrays.get("kind")) != KIND:
             raise DetectorError(f"{path}: not a Whisper-frame detector (arrays {missing} missing)")
+        if "yamnet" in arrays and int(arrays["yamnet"]):
+            raise DetectorError(f"{path}: a Whisper-frame detector with YAMNet logits beside the frames "
+                                "(--detector whisper_yamnet, not adopted and removed after commit 9e77449): fit it "
+                                "again with --detector whisper, or read it with that commit's code")
         self.classes = [str(c) for c in arrays["classes"]]
         self.thresholds = arrays["thresholds"].astype(np.float64)
         self.mu, self.sigma = arrays["mu"].astype(np.float32), arrays["sigma"].astype(np.float32)
         self.layers = tuple(int(n) for n in arrays["layers"])
-        self.frame_s, self.yamnet = float(arrays["frame_s"]), bool(int(arrays["yamnet"]))
-        self.feature_ids = arrays["feature_ids"].astype(np.int64)
+        self.frame_s = float(arrays["frame_s"])
         self.dilations = tuple(int(d) for d in arrays["dilations"])
         n = len(self.dilations) + 1
         n_heads = int(arrays["heads"]) if "heads" in arrays else 1
@@ -122,7 +105,7 @@ class FrameDetector:
                                     f"{pre}b0..{pre}b{n - 1} missing")
             self.heads.append(([arrays[f"{pre}w{i}"].astype(np.float32) for i in range(n)],
                                [arrays[f"{pre}b{i}"].astype(np.float32) for i in range(n)]))
-        d = 512 * len(self.layers) + len(self.feature_ids) * self.yamnet
+        d = 512 * len(self.layers)
         if (self.classes[0] != "none" or self.thresholds.shape != (len(self.classes) - 1,)
                 or self.mu.shape != (d,) or self.sigma.shape != (d,) or abs(self.frame_s - FRAME_S) > 1e-9
                 or any(w[0].shape[1] != d or w[-1].shape[0] != len(self.classes)
@@ -142,7 +125,6 @@ class FrameDetector:
         out = {"kind": np.array(KIND), "classes": np.array(self.classes),
                "thresholds": self.thresholds.astype(np.float32), "mu": self.mu, "sigma": self.sigma,
                "layers": np.asarray(self.layers, dtype=np.int64), "frame_s": np.float64(self.frame_s),
-               "yamnet": np.int64(self.yamnet), "feature_ids": self.feature_ids,
                "dilations": np.asarray(self.dilations, dtype=np.int64)}
         for j, (ws, bs) in enumerate(self.heads):
             pre = f"h{j}_" if j else ""
@@ -176,38 +158,9 @@ class FrameDetector:
                                     with_probs=True)
 
 
-class FrameFeatures:
-    """The detector's input frames of 16 kHz mono audio: Whisper frames [+ upsampled YAMNet logits]."""
-
-    def __init__(self, det: FrameDetector, threads: int = 1):
-        self.wf = WhisperFrames(det.layers, threads=threads)
-        self.det, self.yam = det, None
-        if det.yamnet:
-            from pyutils.nvv_detect.yamnet_features import HOP_S, Features
-
-            self.yam = Features(hop_s=HOP_S, context=0, num_threads=threads, feature_ids=det.feature_ids)
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        f = self.wf(x)
-        if self.yam is None:
-            return f
-        t, lg = self.yam.logits(x, 16000)
-        return np.concatenate([f, upsample_patches(len(f), t, lg[:, self.det.feature_ids])], axis=1)
-
-
-def join_inputs(rows, yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]], feature_ids: np.ndarray
-                ) -> List[Tuple[str, np.ndarray, List[dict]]]:
-    """``(utt, input frames, events)`` of cached frame rows, YAMNet logits joined by utterance id."""
-    out = []
-    for r in rows:
-        x = r.frames.astype(np.float32)
-        if yamnet is not None:
-            if r.utt not in yamnet:
-                raise DetectorError(f"utterance {r.utt}: no cached YAMNet features (--yamnet-feats)")
-            t, lg = yamnet[r.utt]
-            x = np.concatenate([x, upsample_patches(len(x), t, lg[:, feature_ids])], axis=1)
-        out.append((r.utt, x, r.events))
-    return out
+def frame_inputs(rows) -> List[Tuple[str, np.ndarray, List[dict]]]:
+    """``(utt, input frames, events)`` of cached frame rows."""
+    return [(r.utt, r.frames.astype(np.float32), r.events) for r in rows]
 
 
 def epochs_per_head(heads: int, n_utts: int = 0, batch: int = BATCH) -> int:
@@ -224,15 +177,9 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
              hidden: int = HIDDEN, seed: int = 0, batch: int = BATCH, lr: float = LR, log=None,
              norm: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[list, list, np.ndarray, np.ndarray]:
     """``[(x (T, D), labels (T,), weight)]`` -> (weights, biases, mu, sigma) as numpy arrays;
-    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble).
-    Labels given as :class:`pyutils.nvv_detect.weak_labels.WindowTargets` (every item alike):
-    the windows loss, :func:`pyutils.nvv_detect.weak_labels.window_loss`."""
+    ``norm``: (mu, sigma) already computed on the same frames (the other heads of an ensemble)."""
     import torch
     import torch.nn.functional as F
-
-    from pyutils.nvv_detect.weak_labels import WindowTargets, window_loss
-
-    windows = bool(train) and isinstance(train[0][1], WindowTargets)
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -264,23 +211,15 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
             z = np.zeros((len(idx), d, T), dtype=np.float32)
             y = np.full((len(idx), T), -100, dtype=np.int64)
             w = np.zeros((len(idx), T), dtype=np.float32)
-            allowed, bags = (np.zeros((len(idx), n_classes, T), dtype=bool), []) if windows else (None, None)
             for j, i in enumerate(idx):
                 x, lab, wt = train[i]
                 z[j, :, :len(x)] = ((x - mu) / sigma).T
-                if windows:
-                    allowed[j, :, :len(x)] = lab.allowed.T
-                    bags += [(j, k, f0, f1, wt) for k, f0, f1 in lab.bags]
-                else:
-                    y[j, :len(x)] = lab
+                y[j, :len(x)] = lab
                 w[j, :len(x)] = wt
             logits = forward(ws, bs, torch.from_numpy(z), DILATIONS, DROPOUT, True)
             wt = torch.from_numpy(w)
-            if windows:
-                loss = window_loss(logits, torch.from_numpy(allowed), wt, bags)
-            else:
-                ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
-                loss = (ce * wt).sum() / wt.sum()
+            ce = F.cross_entropy(logits, torch.from_numpy(y), reduction="none", ignore_index=-100)
+            loss = (ce * wt).sum() / wt.sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -292,18 +231,15 @@ def fit_head(train: Sequence[Tuple[np.ndarray, np.ndarray, float]], n_classes: i
 
 
 def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
-               dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
-               yamnet: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None, real_weight: float = 4.0,
+               dev_sets: Sequence[Tuple[str, Tuple[int, ...], list]], real_weight: float = 4.0,
                epochs: Optional[int] = None, tune_on: str = "all", threads: int = 0, log=print, seed: int = 0,
                heads: int = HEADS, labels: str = "times") -> Tuple[FrameDetector, dict]:
     """Fit on cached frame sets ``[(kind, layers, rows)]`` (:func:`pyutils.nvv_detect.whisper_frames.load`),
-    thresholds on the dev sets; ``yamnet``: ``{utt: (patch starts, (N, 521) logits)}`` of every
-    utterance, joined as extra inputs; ``heads``: an ensemble of that many heads (seeds
+    thresholds on the dev sets; ``heads``: an ensemble of that many heads (seeds
     ``seed + 1000 j``), thresholds on their mean posteriors; ``epochs`` per head, None:
     :func:`epochs_per_head`; ``labels``: ``times`` (the events are exact: frame cross-entropy),
     ``spans`` (windows from tagged transcripts, :mod:`pyutils.nvv_detect.weak_labels`, sets of kind
-    ``weak``, taken as the sounds' spans: the same frame cross-entropy) or ``windows`` (the events are
-    windows that hold the sound somewhere: the windows loss)."""
+    ``weak``, taken as the sounds' spans: the same frame cross-entropy)."""
     import torch
 
     from pyutils.nvv_detect.events import frame_runs_to_events, micro, prf
@@ -320,33 +256,20 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     layers = {s[1] for s in list(train_sets) + list(dev_sets)}
     if len(layers) != 1:
         raise DetectorError(f"frame sets of different encoder blocks: {sorted(layers)}")
-    fids = np.zeros(0, dtype=np.int64)
-    if yamnet is not None:
-        from pyutils.audio_tagger import YamNet
-        from pyutils.nvv_detect.yamnet_features import default_feature_ids
-
-        fids = np.asarray(default_feature_ids(YamNet.load()), dtype=np.int64)
     classes = ["none"] + list(challenge_tags())
-    if labels not in ("times", "windows", "spans"):
-        raise DetectorError(f"labels must be times, windows or spans, got {labels!r}")
+    if labels not in ("times", "spans"):
+        raise DetectorError(f"labels must be times or spans, got {labels!r}")
     if labels == "times" and any(kind == "weak" for kind, _, _ in train_sets):
         raise DetectorError("a train set of tag windows (kind weak, pyutils.nvv_detect.weak_labels) has no exact "
-                            "event times: fit it with --labels spans or windows")
+                            "event times: fit it with --labels spans")
     tr, n_windows = [], 0
     for kind, _, rows in train_sets:
-        for u, x, ev in join_inputs(rows, yamnet, fids):
-            if labels == "windows":
-                from pyutils.nvv_detect.weak_labels import window_targets
-
-                lab = window_targets(len(x), ev, classes, FRAME_S)
-                n_windows += len(lab.bags)
-            else:
-                lab = frame_labels(len(x), ev, classes)
-                n_windows += len(ev) if labels == "spans" else 0
-            tr.append((x, lab, real_weight if kind == "real" else 1.0))
+        for _, x, ev in frame_inputs(rows):
+            n_windows += len(ev) if labels == "spans" else 0
+            tr.append((x, frame_labels(len(x), ev, classes), real_weight if kind == "real" else 1.0))
     dev, real_ids = [], []
     for kind, _, rows in dev_sets:
-        part = join_inputs(rows, yamnet, fids)
+        part = frame_inputs(rows)
         dev += part
         real_ids += [u for u, _, _ in part] if kind == "real" else []
     epochs = epochs or epochs_per_head(heads, len(tr))
@@ -365,13 +288,12 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     det = FrameDetector({"kind": np.array(KIND), "classes": np.array(classes),
                          "thresholds": np.full(len(classes) - 1, 0.5), "mu": mu, "sigma": sigma,
                          "layers": np.asarray(next(iter(layers)), dtype=np.int64), "frame_s": np.float64(FRAME_S),
-                         "yamnet": np.int64(yamnet is not None), "feature_ids": fids,
                          "dilations": np.asarray(DILATIONS, dtype=np.int64),
                          "heads": np.int64(heads), **fitted})
     probs = [(u, np.arange(len(x)) * FRAME_S, det.probs(x)[:, 1:]) for u, x, _ in dev]
     ref = {u: ev for u, _, ev in dev}
     det.thresholds, counts = coordinate_ascent(probs, ref, det.tags, frame_runs_to_events, real_ids, tune_on=tune_on)
-    report = {"detector": KIND, "layers": list(det.layers), "yamnet": det.yamnet, "train_utts": len(tr),
+    report = {"detector": KIND, "layers": list(det.layers), "train_utts": len(tr),
               "train_frames": int(sum(len(x) for x, _, _ in tr)), "dev_utts": len(dev), "real_dev_utts": len(real_ids),
               "real_weight": real_weight, "epochs": epochs, "heads": heads, "seed": seed, "tune_on": tune_on,
               "labels": labels, "train_kinds": sorted({k for k, _, _ in train_sets}),
@@ -384,23 +306,12 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     return det, report
 
 
-def yamnet_index(paths: Sequence[Path]) -> Dict[str, Tuple[np.ndarray, np.ndarray]]:
-    """``{utt: (patch starts, logits)}`` of cached YAMNet feature files (:mod:`pyutils.nvv_detect.yamnet_features`)."""
-    from pyutils.nvv_detect.yamnet_features import load
-
-    out = {}
-    for p in paths:
-        for r in load(p)[1]:
-            out[r.utt] = (r.starts, r.logits)
-    return out
-
-
 def detect_entries(det: FrameDetector, entries: Dict[str, str], threads: int = 1, log=None) -> List[dict]:
     """Events of ``{utt: wav.scp value}`` (any audio; an unreadable entry: no events, one ``log`` line)."""
-    feats = FrameFeatures(det, threads)
+    wf = WhisperFrames(det.layers, threads=threads)
     rows: List[dict] = []
     for utt, x in readable_audio(entries, log):
-        rows += det.events_of(utt, feats(x))
+        rows += det.events_of(utt, wf(x))
     return rows
 
 
@@ -410,8 +321,6 @@ def main(argv=None) -> int:
                     help="cached frames (pyutils.nvv_detect.whisper_frames) to train on")
     ap.add_argument("--dev-feats", type=Path, action="append", default=[], required=True,
                     help="cached frames to choose the thresholds on")
-    ap.add_argument("--yamnet-feats", type=Path, action="append", default=[],
-                    help="cached YAMNet features of the same utterances: their logits join the input")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker frames")
     ap.add_argument("--epochs", type=int, help=f"epochs per head (default: {EPOCHS} shared among the heads, "
@@ -420,18 +329,15 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0, help="initialisation and batch order (head j: seed + 1000 j)")
     ap.add_argument("--heads", type=int, default=HEADS, help="an ensemble of this many heads, posteriors averaged")
-    ap.add_argument("--labels", choices=("times", "windows", "spans"), default="times",
-                    help="the train sets' events: exact times (frame cross-entropy), tag windows of "
-                         "pyutils.nvv_detect.weak_labels taken as the sounds' spans (the same loss: spans) or "
-                         "as windows that hold the sound somewhere (the windows loss: windows)")
+    ap.add_argument("--labels", choices=("times", "spans"), default="times",
+                    help="the train sets' events: exact times (frame cross-entropy: times) or tag windows of "
+                         "pyutils.nvv_detect.weak_labels taken as the sounds' spans (the same loss: spans)")
     ap.add_argument("--report", type=Path)
     a = ap.parse_args(argv)
-    from pyutils.audio_tagger import TaggerError
     from pyutils.nvv_detect.whisper_frames import load
 
     try:
-        det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
-                                 yamnet_index(a.yamnet_feats) if a.yamnet_feats else None, a.real_weight,
+        det, report = train_head([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats], a.real_weight,
                                  a.epochs, a.tune_on, a.threads, seed=a.seed, heads=a.heads, labels=a.labels)
         det.save(a.out)
         if a.report:
@@ -439,7 +345,7 @@ def main(argv=None) -> int:
 
             with atomic_write(a.report) as f:
                 f.write(json.dumps(report, indent=1) + "\n")
-    except (DetectorError, TaggerError, OSError, ValueError) as e:
+    except (DetectorError, OSError, ValueError) as e:
         print(f"nvv_detect.frame_heads: error: {e}", file=sys.stderr)
         return 1
     print(f"nvv_detect.frame_heads: model -> {a.out}")

@@ -3,12 +3,12 @@
     python -m pyutils.nvv_detect.weak_labels --data-dir data/train --lang en --out exp/.../weak_train \\
         [--max-utts N] [--threads 2]
     python -m pyutils.nvv_detect.whisper_frames --weak-dir exp/.../weak_train --out feats/wf_train.npz
-    python -m pyutils.nvv_detect.frame_heads --labels windows --train-feats feats/wf_train.npz ...
+    python -m pyutils.nvv_detect.frame_heads --labels spans --train-feats feats/wf_train.npz ...
 
 Every public NVV corpus gives tagged transcripts without times (``That was really surprising.
 [laugh]``). This module turns each tag of a Kaldi data dir (``wav.scp`` + ``text``) into a time
-window that holds the sound, and the frame head is fitted on those windows (:func:`window_targets`,
-:func:`window_loss`; ``--labels windows`` of :mod:`pyutils.nvv_detect.frame_heads`).
+window that holds the sound, and the frame head is fitted on those windows taken as the sounds'
+spans (``--labels spans`` of :mod:`pyutils.nvv_detect.frame_heads`).
 
 Alignment. The reference text with each tag written as a placeholder annotation (``(laugh)``)
 is forced through frozen Whisper base (the CTranslate2 weights of ``make -C tools``,
@@ -23,9 +23,9 @@ of :mod:`pyutils.nvv_detect.whisper_frames`: the decoder's cross-attention needs
 window of the full model, the frames use unpadded windows of the PyTorch encoder, so this is a
 separate, cached step (one CTranslate2 int8 pass per tagged utterance; untagged ones need none).
 The encoder sees Whisper's padded 30 s window, as in training: 49 % of the mini corpus's events
-inside their window against 34 % unpadded (the ``audio_ctx`` of whisper.cpp, ``--no-pad``: a few
-times less encoder work for 3-5 s utterances, looser window ends), and a detector fitted on the
-windows scores 70.99 against 69.62 (measured in ``README.md``).
+inside their window against 34 % unpadded (the ``audio_ctx`` of whisper.cpp: a few times less
+encoder work for 3-5 s utterances, looser window ends; measured in ``README.md``, not adopted,
+removed after commit 9e77449).
 
 Windows. For a tag between word ``a`` (before) and word ``b`` (after), the window is the gap
 ``[end_a, start_b]`` (``0`` / the utterance's duration at the edges); when the gap is shorter
@@ -63,7 +63,6 @@ MIN_GAP_S = 0.3         # a shorter gap between the words around a tag is widene
 MAX_TAG_ONLY_S = 5.0    # a transcript of tags only: the whole utterance up to this long
 MAX_ALIGN_S = 30.0      # one Whisper window
 SR = 16000
-MARGIN_S = 0.2          # frames this close to a window are not `none` (the loss's margin)
 BRACKET_RE = re.compile(r"\[([^\[\]]*)\]")
 
 
@@ -131,8 +130,7 @@ def tag_windows(words: Sequence[Tuple[float, float]], tag_pos: Sequence[int], du
 class WhisperAligner:
     """Frozen Whisper forced to a reference text: word times and the tags' word positions."""
 
-    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1, placeholders: bool = True,
-                 pad: bool = True):
+    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1, placeholders: bool = True):
         from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
 
@@ -147,7 +145,7 @@ class WhisperAligner:
         self.tok = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
                              language=self.lang)
         self.space = "" if char_units(self.lang) else " "
-        self.placeholders, self.pad = placeholders, pad
+        self.placeholders = placeholders
 
     def _tokens(self, tg: Tagged) -> Tuple[List[int], List[int], List[int]]:
         """(tokens, word index of each token (-1: a placeholder), tag positions in words)."""
@@ -176,17 +174,13 @@ class WhisperAligner:
 
     def words_and_tags(self, audio: np.ndarray, tg: Tagged) -> Tuple[List[Tuple[float, float]], List[int], float]:
         """``(word times, tag positions, mean token probability)`` of 16 kHz mono ``audio``."""
+        from faster_whisper.audio import pad_or_trim
+
         toks, owner, pos = self._tokens(tg)
         feats = self.model.feature_extractor(np.ascontiguousarray(audio, dtype=np.float32))
         n_frames = min(feats.shape[-1] - 1, 3000)
         try:
-            # padded (default): Whisper's 30 s window; else the utterance only (module docstring)
-            if self.pad:
-                from faster_whisper.audio import pad_or_trim
-
-                enc = self.model.encode(pad_or_trim(feats[:, :n_frames]))
-            else:
-                enc = self.model.encode(np.ascontiguousarray(feats[:, :n_frames]))
+            enc = self.model.encode(pad_or_trim(feats[:, :n_frames]))     # Whisper's padded 30 s window
             res = self.model.model.align(enc, self.tok.sot_sequence, [toks], n_frames, median_filter_width=7)[0]
         except (RuntimeError, ValueError) as e:
             raise SkipUtt("alignment failed", str(e)) from e
@@ -235,8 +229,7 @@ def utterance_windows(utt: str, audio: Optional[np.ndarray], text: str, aligner:
 
 
 def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threads: int = 1,
-           min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print,
-           pad: bool = True) -> dict:
+           min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print) -> dict:
     """Windows of every utterance of ``data_dir`` (``wav.scp`` + ``text``) -> ``out`` (see the
     module docstring); returns the report. Raises :class:`WeakLabelError` when no tag got a window."""
     from pyutils.audio import to_mono_16k
@@ -272,7 +265,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
                 x = np.asarray(x, dtype=np.float32)
                 audio = to_mono_16k(x.mean(axis=1) if x.ndim == 2 else x, sr)
                 if aligner is None and "".join(tg.pieces).strip():
-                    aligner = WhisperAligner(model, lang, threads, placeholders, pad)
+                    aligner = WhisperAligner(model, lang, threads, placeholders)
             wins, how = utterance_windows(u, audio, texts[u], aligner, min_gap)
         except SkipUtt as e:
             skipped.setdefault(e.kind, []).append(u)
@@ -289,7 +282,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
               "windows": len(rows), "skipped": {k: len(v) for k, v in sorted(skipped.items())},
               "skipped_examples": {k: v[:5] for k, v in sorted(skipped.items())},
               "tags": {t: sum(1 for r in rows if r["tag"] == t) for t in sorted({r["tag"] for r in rows})},
-              "min_gap_s": min_gap, "placeholders": placeholders, "padded": pad, "seconds": round(time.time() - t0, 1)}
+              "min_gap_s": min_gap, "placeholders": placeholders, "seconds": round(time.time() - t0, 1)}
     if not rows:
         raise WeakLabelError(f"{data_dir}: no tag of {len(utts)} utterances got a time window "
                              f"(skipped: {report['skipped'] or 'none'}; a transcript needs [tag]s)")
@@ -302,75 +295,6 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
     return report
 
 
-# ---------------------------------------------------------------- the loss of windows
-class WindowTargets(NamedTuple):
-    """What the windows of one utterance say about its ``T`` frames."""
-    allowed: np.ndarray     # (T, K) bool: the classes a frame may have
-    bags: List[Tuple[int, int, int]]  # (class, first frame, end frame) of each window
-
-
-def window_targets(n: int, windows: Sequence[dict], classes: Sequence[str], frame_s: float,
-                   margin_s: float = MARGIN_S) -> WindowTargets:
-    """Frame ``f`` (centre ``c_f = (f + 0.5) frame_s``) may be ``none`` and the tag of every
-    window ``[s - margin, e + margin]`` holding ``c_f``; a frame outside all of them is ``none``.
-    A window's bag: the frames whose centres lie in ``[s, e]`` (at least the nearest one)."""
-    idx = {c: i for i, c in enumerate(classes)}
-    allowed = np.zeros((n, len(classes)), dtype=bool)
-    allowed[:, 0] = True
-    c = (np.arange(n) + 0.5) * frame_s
-    bags = []
-    for w in windows:
-        if w["tag"] not in idx:
-            raise DetectorError(f"window tag {w['tag']!r} is not one of the detector's classes")
-        k = idx[w["tag"]]
-        allowed[(c >= w["start"] - margin_s) & (c < w["end"] + margin_s), k] = True
-        inside = np.nonzero((c >= w["start"]) & (c < w["end"]))[0]
-        if len(inside):
-            bags.append((k, int(inside[0]), int(inside[-1]) + 1))
-        elif n:
-            f = int(min(n - 1, max(0, round(0.5 * (w["start"] + w["end"]) / frame_s - 0.5))))
-            allowed[f, k] = True
-            bags.append((k, f, f + 1))
-    return WindowTargets(allowed, bags)
-
-
-def exact_targets(labels: np.ndarray, n_classes: int) -> WindowTargets:
-    """Frame labels of exact event times as targets of the same loss (one allowed class a frame, no bags)."""
-    allowed = np.zeros((len(labels), n_classes), dtype=bool)
-    allowed[np.arange(len(labels)), labels] = True
-    return WindowTargets(allowed, [])
-
-
-def window_loss(logits, allowed, valid, bags):
-    """Loss of a batch: ``logits`` (B, K, T), ``allowed`` (B, K, T) bool, ``valid`` (B, T) frame
-    weights (0 on padding), ``bags`` ``[(b, k, f0, f1, w)]`` (torch tensors / a list).
-
-    ``L = [sum_f v_f (-log sum_{k in A_f} P(k | f)) + sum_w v_w n_w (-log Q_w)] / sum_f v_f``:
-    each frame's posterior mass on its allowed classes ``A_f`` (partial labels: ``{none}`` far
-    from every window; exact times give one class, the cross-entropy), and each window's pooled
-    posterior of its tag, the linear-softmax pooling ``Q_w = sum_{f in w} P(k|f)^2 / sum_{f in w} P(k|f)``
-    (Wang, Li & Metze, ICASSP 2019: a soft maximum over the window: high when some frames hold
-    the tag, indifferent to where), weighted by the window's ``n_w`` frames (as many as its
-    frames would weigh with exact times; a constant weight of 10 frames left the tags'
-    posteriors low: measured in ``README.md``)."""
-    import torch
-
-    logp = torch.log_softmax(logits, dim=1)
-    part = torch.logsumexp(logp.masked_fill(~allowed, float("-inf")), dim=1)      # (B, T)
-    part = torch.where(valid > 0, part, torch.zeros_like(part))
-    total = -(part * valid).sum()
-    norm = valid.sum()
-    if bags:
-        p = logp.exp()
-        terms = []
-        for b, k, f0, f1, w in bags:
-            q = p[b, k, f0:f1]
-            pooled = (q * q).sum() / q.sum().clamp_min(1e-8)
-            terms.append(-w * (f1 - f0) * torch.log(pooled.clamp_min(1e-6)))
-        total = total + torch.stack(terms).sum()
-    return total / norm.clamp_min(1e-8)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", type=Path, required=True, help="Kaldi data dir: wav.scp + text with [tags]")
@@ -380,8 +304,6 @@ def main(argv=None) -> int:
     ap.add_argument("--min-gap", type=float, default=MIN_GAP_S, help="widen shorter gaps to the neighbouring words (s)")
     ap.add_argument("--no-placeholders", action="store_true",
                     help="align the words alone (the tags not in the forced text)")
-    ap.add_argument("--no-pad", dest="pad", action="store_false",
-                    help="encode the utterance unpadded, not Whisper's 30 s window (less encoder work, looser windows)")
     ap.add_argument("--model", default="base", help="Whisper weights (pyutils.whisper.weights; never downloaded)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
@@ -389,7 +311,7 @@ def main(argv=None) -> int:
 
     try:
         rep = derive(a.data_dir, a.out, a.lang, a.max_utts, a.threads, a.min_gap, not a.no_placeholders, a.model,
-                     log=lambda m: print(m, file=sys.stderr), pad=a.pad)
+                     log=lambda m: print(m, file=sys.stderr))
     except (DetectorError, WhisperWeightsError, OSError) as e:
         print(f"nvv_detect.weak_labels: error: {e}", file=sys.stderr)
         return 1

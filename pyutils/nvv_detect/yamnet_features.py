@@ -52,7 +52,7 @@ from pyutils.nvv_detect.utt_sources import add_utt_source_args, utts_from_args
 
 HOP_S = 0.24
 NAIVE_THRESHOLD = 0.5
-CHUNK_HOPS = 1000              # Features.logits: inputs longer than 1000 hops (240 s) go in blocks
+CHUNK_HOPS = 1000              # Features.logits_emb: inputs longer than 1000 hops (240 s) go in blocks
 PATCH_SAMPLES = 160 * 95 + 512
 EMBED_OUTPUT, EMBED_DIM = "/model/Reshape_output_0_qdq", 1024
 #: AudioSet classes kept as features: the human sounds (YAMNet indices 0-71: speech, voice,
@@ -113,11 +113,6 @@ class Features:
             if last:
                 break
         return np.concatenate(ts), np.concatenate(lgs), (np.concatenate(embs) if self.embed else None)
-
-    def logits(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray]:
-        """Patch start times (s) and (N, 521) logits."""
-        t, lg, _ = self.logits_emb(x, sr)
-        return t, lg
 
     def __call__(self, x: np.ndarray, sr: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(starts, model features: stacked logits of the kept classes [+ embeddings], raw (N, 521) logits)."""
