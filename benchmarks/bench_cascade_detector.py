@@ -62,7 +62,7 @@ def feature_set(work: Path, name: str, make, kind: str, feats: Features):
 
 
 def frames_set(work: Path, name: str, make, kind: str, layers):
-    from pyutils.nvv_detect import frames
+    from pyutils.nvv_detect import whisper_frames as frames
 
     path = work / "wf" / f"{name}.npz"
     if not path.is_file():
