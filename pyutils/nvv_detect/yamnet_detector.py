@@ -23,7 +23,7 @@ F1 on its dev utterances was lower than the mapping's;
 :func:`pyutils.nvv_detect.thresholds.choose_sources`).
 
 Overlapping events of different tags (one laugh heard as laugh and cough) keep one
-(:func:`suppress_overlaps`, ``SUPPRESS``): measured on the dev sets, micro event F1 0.629 ->
+(:func:`suppress_overlaps`): measured on the dev sets, micro event F1 0.629 ->
 0.694 (real dev 0.712 -> 0.808, corpus dev 0.568 -> 0.611).
 
 Training utterances (each with exact event times, :mod:`pyutils.nvv_detect.utt_sources`):
@@ -41,11 +41,10 @@ overlaps; left out (weight 0) in between.
 Fit: weighted multinomial logistic regression, minimising
 ``L(W, b) = -sum_n w_n log P(y_n | z_n) / sum_n w_n + (lambda / 2) ||W||^2``
 (``lambda`` = ``--l2``) by L-BFGS (scipy), gradient ``Z^T ((P - Y) * w) / sum w + lambda W``;
-weights ``w_n = r_n c_{y_n}``: ``r_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for
-corpus ones; class weights ``c_k = clip(N / (K n_k), 0.2, 20)^beta`` (``beta`` = ``--balance``;
-0, no class balancing, measured best on the real dev set: balancing makes every tag fire on
-ordinary speech). More than ``MAX_NONE`` ``none`` patches: a uniform sample of them, weights
-scaled by ``n_none / MAX_NONE`` (:func:`fit`).
+weights ``w_n`` = ``--real-weight`` (4) for patches of real talkers, 1 for corpus ones; no
+class weights (class balancing, measured on the real dev set, made every tag fire on ordinary
+speech: not adopted, removed; code: ``git show 28b938a``). More than ``MAX_NONE`` ``none``
+patches: a uniform sample of them, weights scaled by ``n_none / MAX_NONE`` (:func:`fit`).
 
 Thresholds and per-tag sources: on the dev utterances (``--real-dev``: real speech + bank dev
 recordings; ``CORPUS/data/dev``: every tag), :mod:`pyutils.nvv_detect.thresholds`. ``--tune-on
@@ -79,7 +78,6 @@ from pyutils.nvv_detect.yamnet_features import (EMBED_DIM, HOP_S, NAIVE_THRESHOL
                                                 naive_probs)
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "nvv_detector.npz"
-SUPPRESS = True
 KEYS = ("W", "b", "mu", "sigma", "classes", "thresholds", "hop_s", "context", "feature_ids")
 MAX_NONE = 12000   # fit: at most this many "none" patches (a uniform sample, weights scaled up)
 
@@ -149,8 +147,7 @@ class Detector:
             keep = np.flatnonzero(self.naive_tags)
             ranked += [((1, e["score"] / NAIVE_THRESHOLD), e) for e in frames_to_events(
                 utt_id, starts, naive_p[:, keep], [self.tags[k] for k in keep], [NAIVE_THRESHOLD] * len(keep))]
-        return sorted(suppress_overlaps(ranked) if SUPPRESS else [e for _, e in ranked],
-                      key=lambda e: (e["start"], e["tag"]))
+        return sorted(suppress_overlaps(ranked), key=lambda e: (e["start"], e["tag"]))
 
 
 def suppress_overlaps(ranked: Sequence[Tuple[tuple, dict]]) -> List[dict]:
@@ -197,7 +194,7 @@ def patch_labels(starts: np.ndarray, events: Sequence[dict], classes: Sequence[s
 
 
 def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300,
-        balance: float = 0.0, sample_weight: np.ndarray | None = None, max_none: int = MAX_NONE):
+        sample_weight: np.ndarray | None = None, max_none: int = MAX_NONE):
     """Weighted softmax regression by L-BFGS -> (W, b, mu, sigma, final loss).
 
     More than ``max_none`` patches of class 0 (``none``: ordinary speech and pauses, most of
@@ -218,10 +215,7 @@ def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int =
     mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
     Z = (X - mu) / sigma
     n, d = Z.shape
-    counts = np.bincount(y, minlength=n_classes)
-    seen = max(1, int((counts > 0).sum()))
-    cw = np.where(counts > 0, np.clip(n / (seen * np.maximum(counts, 1)), 0.2, 20.0) ** balance, 0.0)
-    w = cw[y] * sw
+    w = sw
     Y = np.zeros((n, n_classes))
     Y[np.arange(n), y] = 1.0
 
@@ -262,7 +256,7 @@ def model_features(rows, feature_ids: np.ndarray, context: int, embed: bool = Fa
 
 
 def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[str, list]], l2: float = 1e-2,
-               context: int = 1, balance: float = 0.0, real_weight: float = 4.0, log=print,
+               context: int = 1, real_weight: float = 4.0, log=print,
                feature_ids: Sequence[int] | None = None, embed: bool = False, tune_on: str = "split"
                ) -> Tuple[Detector, dict]:
     """Fit and tune on cached feature sets ``[(kind, rows)]`` (kind ``real``: real talkers, weight
@@ -293,7 +287,7 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
     X = np.concatenate([f for _, _, f, _ in tr])
     y = np.concatenate([patch_labels(t, ev, classes) for _, t, _, ev in tr])
     sw = np.concatenate([np.full(len(t), w) for (_, t, _, _), w in zip(tr, weights)])
-    W, b, mu, sigma, final = fit(X, y, len(classes), l2, balance=balance, sample_weight=sw)
+    W, b, mu, sigma, final = fit(X, y, len(classes), l2, sample_weight=sw)
     det = Detector({"W": W, "b": b, "mu": mu, "sigma": sigma, "classes": np.array(classes),
                     "thresholds": np.full(len(classes) - 1, 0.5), "hop_s": np.float64(HOP_S),
                     "context": np.int64(context), "feature_ids": fids, "embed": np.int64(embed)})
@@ -303,7 +297,7 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
                           {u: det.events(u, t, f, naive[u]) for u, t, f, _ in dev}, [u for u, *_ in dev])
     report = {"train_utts": len(tr), "tune_on": tune_on, "train_patches": int((y >= 0).sum()),
               "patches_per_class": {c: int((y == i).sum()) for i, c in enumerate(classes)},
-              "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2, "balance": balance,
+              "dev_utts": len(dev), "real_dev_utts": len(real_ids), "l2": l2,
               "real_weight": real_weight, "context": context, "embed": embed, "loss": final,
               "seconds": round(time.time() - t0, 1),
               "thresholds": {t: float(v) for t, v in zip(det.tags, det.thresholds)},
@@ -316,7 +310,7 @@ def train_sets(train_sets: Sequence[Tuple[str, list]], dev_sets: Sequence[Tuple[
 
 
 def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int = 12,
-          l2: float = 1e-2, context: int = 1, balance: float = 0.0, real_weight: float = 4.0,
+          l2: float = 1e-2, context: int = 1, real_weight: float = 4.0,
           log=print) -> Tuple[Detector, dict]:
     """Features computed here (no cache), then :func:`train_sets`."""
     feats = Features(hop_s=HOP_S, context=0)
@@ -324,7 +318,7 @@ def train(corpora: Sequence[Path], real_dev: Sequence[Path], train_variants: int
     trs += [("corpus", compute(iter_corpus_utts(c, "train"), feats)) for c in corpora]
     devs = [("real", compute(devset_dir_utts(d), feats)) for d in real_dev]
     devs += [("corpus", compute(iter_corpus_utts(c, "dev"), feats)) for c in corpora]
-    return train_sets(trs, devs, l2, context, balance, real_weight, log, feats.feature_ids)
+    return train_sets(trs, devs, l2, context, real_weight, log, feats.feature_ids)
 
 
 def main(argv=None) -> int:
@@ -341,7 +335,6 @@ def main(argv=None) -> int:
     ap.add_argument("--train-variants", type=int, default=12)
     ap.add_argument("--l2", type=float, default=1e-2)
     ap.add_argument("--context", type=int, default=1)
-    ap.add_argument("--balance", type=float, default=0.0, help="class-weight exponent (0: none, 1: balanced)")
     ap.add_argument("--real-weight", type=float, default=4.0, help="weight of real-talker patches")
     ap.add_argument("--embed", action="store_true", help="also the 1024-d YAMNet embeddings as features (cached sets)")
     ap.add_argument("--tune-on", choices=("split", "all"), default="all",
@@ -358,10 +351,9 @@ def main(argv=None) -> int:
             if a.corpus or a.real_dev:
                 raise ValueError("give either --train-feats/--dev-feats or --corpus/--real-dev")
             det, report = train_sets([load(p) for p in a.train_feats], [load(p) for p in a.dev_feats],
-                                     a.l2, a.context, a.balance, a.real_weight, embed=a.embed, tune_on=a.tune_on)
+                                     a.l2, a.context, a.real_weight, embed=a.embed, tune_on=a.tune_on)
         else:
-            det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.balance,
-                                a.real_weight)
+            det, report = train(a.corpus, a.real_dev, a.train_variants, a.l2, a.context, a.real_weight)
         det.save(a.out)
         if a.report:
             from pyutils.datadir.io import atomic_write
