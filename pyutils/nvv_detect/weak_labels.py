@@ -18,7 +18,8 @@ filtered, is aligned to the text tokens by dynamic time warping (Radford et al. 
 ``word_timestamps`` of Whisper). Each text token ``k`` starts at the time ``tau_k`` of its
 first DTW step (20 ms steps) and ends at ``tau_{k+1}``; a word spans its tokens. The
 placeholder's tokens give the sound its own stretch of the path (without them the DTW folds
-the sound into a neighbouring word: measured in ``README.md``). The encoder pass is not the one
+the sound into a neighbouring word: measured in ``README.md``, not adopted, removed; code:
+``git show 28b938a``). The encoder pass is not the one
 of :mod:`pyutils.nvv_detect.whisper_frames`: the decoder's cross-attention needs the padded 30 s
 window of the full model, the frames use unpadded windows of the PyTorch encoder, so this is a
 separate, cached step (one CTranslate2 int8 pass per tagged utterance; untagged ones need none).
@@ -130,7 +131,7 @@ def tag_windows(words: Sequence[Tuple[float, float]], tag_pos: Sequence[int], du
 class WhisperAligner:
     """Frozen Whisper forced to a reference text: word times and the tags' word positions."""
 
-    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1, placeholders: bool = True):
+    def __init__(self, model: str = "base", lang: str = "en", threads: int = 1):
         from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
 
@@ -145,7 +146,6 @@ class WhisperAligner:
         self.tok = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
                              language=self.lang)
         self.space = "" if char_units(self.lang) else " "
-        self.placeholders = placeholders
 
     def _tokens(self, tg: Tagged) -> Tuple[List[int], List[int], List[int]]:
         """(tokens, word index of each token (-1: a placeholder), tag positions in words)."""
@@ -166,10 +166,9 @@ class WhisperAligner:
                     toks += wt
             if i < len(tg.tags):
                 pos.append(n_words)
-                if self.placeholders:
-                    t = self.tok.encode(f"{self.space}({tg.tags[i]})")
-                    toks += t
-                    owner += [-1] * len(t)
+                t = self.tok.encode(f"{self.space}({tg.tags[i]})")
+                toks += t
+                owner += [-1] * len(t)
         return toks, owner, pos
 
     def words_and_tags(self, audio: np.ndarray, tg: Tagged) -> Tuple[List[Tuple[float, float]], List[int], float]:
@@ -229,7 +228,7 @@ def utterance_windows(utt: str, audio: Optional[np.ndarray], text: str, aligner:
 
 
 def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threads: int = 1,
-           min_gap: float = MIN_GAP_S, placeholders: bool = True, model: str = "base", log=print) -> dict:
+           min_gap: float = MIN_GAP_S, model: str = "base", log=print) -> dict:
     """Windows of every utterance of ``data_dir`` (``wav.scp`` + ``text``) -> ``out`` (see the
     module docstring); returns the report. Raises :class:`WeakLabelError` when no tag got a window."""
     from pyutils.audio import to_mono_16k
@@ -265,7 +264,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
                 x = np.asarray(x, dtype=np.float32)
                 audio = to_mono_16k(x.mean(axis=1) if x.ndim == 2 else x, sr)
                 if aligner is None and "".join(tg.pieces).strip():
-                    aligner = WhisperAligner(model, lang, threads, placeholders)
+                    aligner = WhisperAligner(model, lang, threads)
             wins, how = utterance_windows(u, audio, texts[u], aligner, min_gap)
         except SkipUtt as e:
             skipped.setdefault(e.kind, []).append(u)
@@ -282,7 +281,7 @@ def derive(data_dir: Path, out: Path, lang: str = "en", max_utts: int = 0, threa
               "windows": len(rows), "skipped": {k: len(v) for k, v in sorted(skipped.items())},
               "skipped_examples": {k: v[:5] for k, v in sorted(skipped.items())},
               "tags": {t: sum(1 for r in rows if r["tag"] == t) for t in sorted({r["tag"] for r in rows})},
-              "min_gap_s": min_gap, "placeholders": placeholders, "seconds": round(time.time() - t0, 1)}
+              "min_gap_s": min_gap, "seconds": round(time.time() - t0, 1)}
     if not rows:
         raise WeakLabelError(f"{data_dir}: no tag of {len(utts)} utterances got a time window "
                              f"(skipped: {report['skipped'] or 'none'}; a transcript needs [tag]s)")
@@ -302,15 +301,13 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en", help="the transcripts' language (Whisper's tokenizer)")
     ap.add_argument("--max-utts", type=int, default=0, help="only the first N utterances (0: all)")
     ap.add_argument("--min-gap", type=float, default=MIN_GAP_S, help="widen shorter gaps to the neighbouring words (s)")
-    ap.add_argument("--no-placeholders", action="store_true",
-                    help="align the words alone (the tags not in the forced text)")
     ap.add_argument("--model", default="base", help="Whisper weights (pyutils.whisper.weights; never downloaded)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     from pyutils.whisper.weights import WhisperWeightsError
 
     try:
-        rep = derive(a.data_dir, a.out, a.lang, a.max_utts, a.threads, a.min_gap, not a.no_placeholders, a.model,
+        rep = derive(a.data_dir, a.out, a.lang, a.max_utts, a.threads, a.min_gap, a.model,
                      log=lambda m: print(m, file=sys.stderr))
     except (DetectorError, WhisperWeightsError, OSError) as e:
         print(f"nvv_detect.weak_labels: error: {e}", file=sys.stderr)
