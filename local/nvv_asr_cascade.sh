@@ -182,16 +182,23 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
     stage_mark "${asr_exp}/.train.done" --sig "${_sig}" "${_trained[@]}"
   fi
   log "  detector sha256: $(cut -d' ' -f1 "${_det}.sha256")"
-  # The namer of stage 6: fitted on labelled real clips when db.sh gives them (DEEPLY_NVV: its
-  # train and dev speakers; the test speakers stay unheard), else the zero-shot fusion.
-  if [ -n "${DEEPLY_NVV:-}" ] && [ "${nvv_naming}" = true ]; then
-    _sig_nm="$(md5sum < "${_deeply}/.prep.done" | cut -d' ' -f1)"
+  # The namer of stage 6: fitted on real labelled sounds where there are some (DEEPLY_NVV: its train
+  # and dev speakers' clips, the test speakers stay unheard; a real corpus's tag windows), else the
+  # zero-shot fusion.
+  _nm_src=()
+  [ -n "${DEEPLY_NVV:-}" ] && _nm_src+=(--data "${_deeply}/train" --data "${_deeply}/dev")
+  [ "${_det_labels}" = transcript ] && [ "${use_mini}" != true ] && \
+    _nm_src+=(--windows "${_featdir}/weak_corpus_train" --windows "${_featdir}/weak_corpus_dev")
+  if [ ${#_nm_src[@]} -gt 0 ] && [ "${nvv_naming}" = true ]; then
+    _sig_nm=$(for f in "${_nm_src[@]}"; do
+      case ${f} in --*) ;; */weak_corpus_*) cat "${f}/windows.jsonl" "${f}/wav.scp" ;; *) cat "${_deeply}/.prep.done" ;; esac
+    done | md5sum | cut -d' ' -f1)
     if stage_done "${asr_exp}/.namer.done" --sig "${_sig_nm}"; then
       log "  ${_namer_file} is fitted, skipping"
     else
-      log "  fit the event namer on ${_deeply}/{train,dev} -> ${_namer_file} (log: ${asr_exp}/log/fit_namer.log)"
+      log "  fit the event namer on ${_nm_src[*]} -> ${_namer_file} (log: ${asr_exp}/log/fit_namer.log)"
       ${train_cmd} "${asr_exp}/log/fit_namer.log" \
-        python -m pyutils.nvv_detect.naming fit --data "${_deeply}/train" --data "${_deeply}/dev" --embed \
+        python -m pyutils.nvv_detect.naming fit "${_nm_src[@]}" --embed \
           --threads "$(min "${nj}" 2)" --out "${_namer_file}"
       grep -h '^naming: fitted' "${asr_exp}/log/fit_namer.log" | sed 's/^/  /'
       stage_mark "${asr_exp}/.namer.done" --sig "${_sig_nm}" "${_namer_file}" "${_namer_file}.sha256"

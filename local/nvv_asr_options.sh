@@ -64,8 +64,8 @@ detector_heads=3         # cascade, --detector whisper: an ensemble of N conv he
                          # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
 detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads / .yamnet_detector (e.g. "--real-weight 8")
 nvv_naming=true          # cascade: name each detected event from YAMNet + Whisper's subtitle labels + the heads
-                         # (pyutils.nvv_detect.naming; a namer fitted in stage 5 on labelled clips, e.g. DEEPLY_NVV's
-                         # train speakers, else the zero-shot fusion); false: the detector's own tags
+                         # (pyutils.nvv_detect.naming; a namer fitted in stage 5 on real labelled sounds: DEEPLY_NVV's
+                         # train speakers, a real corpus's tag windows; else the zero-shot fusion); false: the detector's tags
 naming_args=             # cascade: extra arguments of `pyutils.nvv_detect.naming name` (e.g. "--min-prob 0.5")
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached

@@ -178,6 +178,24 @@ def test_close_events_are_merged_into_one_span_before_naming():
     assert fitted.fitted and len(name_events(fitted, fixed, audio, two)) == 2
 
 
+def test_window_clips_crop_each_tag_window_and_skip_shared_ones(tmp_path):
+    from pyutils.nvv_detect.naming import window_clips
+
+    sr = 8000                                    # any rate: crops come at 16 kHz
+    x = np.zeros(sr * 4, dtype=np.float32)
+    x[int(1.2 * sr):int(1.6 * sr)] = 0.5         # the sound of the first window
+    sf.write(tmp_path / "u1.wav", x, sr)
+    (tmp_path / "wav.scp").write_text(f"u1 {tmp_path / 'u1.wav'}\n")
+    rows = [{"utt_id": "u1", "tag": "laugh", "start": 1.0, "end": 2.0},
+            {"utt_id": "u1", "tag": "cough", "start": 2.5, "end": 3.0},     # two tags, one gap:
+            {"utt_id": "u1", "tag": "sigh", "start": 2.5, "end": 3.0}]      # no single sound
+    (tmp_path / "windows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    clips = list(window_clips([tmp_path], TAGS))
+    assert [(u, t) for u, _, t in clips] == [("u1", "laugh")]
+    c = clips[0][1]
+    assert len(c) == int(1.5 * 16000) and np.abs(c).max() > 0.4   # the window padded by 0.25 s
+
+
 def test_fit_cli_writes_a_namer_that_names_events(tmp_path):
     pytest.importorskip("whisper")
     from pyutils.audio_tagger import TaggerError, default_dir

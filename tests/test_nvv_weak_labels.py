@@ -217,3 +217,7 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
     assert sha256_file(exp / "nvv_detector.npz") != sha256_file(shipped)
     log = (exp / "log" / "train_detector.log").read_text()
     assert "--labels spans" in log
+    # and the event namer of stage 6 on the same windows' crops (a real corpus's tagged sounds)
+    namer_log = (exp / "log" / "fit_namer.log").read_text()
+    assert "--windows" in namer_log and "naming: fitted on 9 clips" in namer_log, namer_log[-2000:]
+    assert (exp / "nvv_namer.npz").is_file() and (exp / ".namer.done").is_file()

@@ -2,7 +2,7 @@
 
     python -m pyutils.nvv_detect.naming name --wav-scp data/test/wav.scp --events events.jsonl \\
         --out events.named.jsonl [--model namer.npz] [--min-prob 0.4] [--no-whisper]
-    python -m pyutils.nvv_detect.naming fit --data data/deeply_train [--data ...] --out namer.npz
+    python -m pyutils.nvv_detect.naming fit --data data/deeply_train [--data ...] [--windows weak_train] --out namer.npz
 
 The frame detector (:mod:`pyutils.nvv_detect.frame_heads`) finds WHERE an NVV is; its idea of
 WHAT it is comes from a few dozen recordings. Here each event ``e`` (its crop ``x_e``: the span
@@ -323,6 +323,22 @@ def labelled_clips(data_dirs: Sequence[Path], tags: Sequence[str]):
             yield utt, crop(x, s, e), found[0]
 
 
+def window_clips(weak_dirs: Sequence[Path], tags: Sequence[str]):
+    """``(utt, crop, tag)`` of the tag windows of :func:`pyutils.nvv_detect.weak_labels.derive` dirs
+    (a real corpus's tagged transcripts without times): each window's crop, named by its tag. A
+    window that two tags share (tags standing together) names no single sound: skipped."""
+    from pyutils.audio import to_mono_16k
+    from pyutils.nvv_detect.utt_sources import weak_dir_utts
+
+    for d in weak_dirs:
+        for utt, x, sr, wins in weak_dir_utts(Path(d)):
+            spans = [(w["start"], w["end"]) for w in wins]
+            x = to_mono_16k(x, sr)
+            for w, span in zip(wins, spans):
+                if spans.count(span) == 1 and w["tag"] in tags:
+                    yield utt, crop(x, w["start"], w["end"]), w["tag"]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -341,8 +357,10 @@ def main(argv=None) -> int:
                    help=f"merge detected events this close (s) into one before naming (negative: never; default "
                         f"{MERGE_GAP_S} zero-shot, {FITTED_MERGE_GAP_S} with a fitted --model)")
     n.add_argument("--threads", type=int, default=1)
-    f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag)")
-    f.add_argument("--data", type=Path, action="append", required=True)
+    f = sub.add_parser("fit", help="fit a namer on labelled clips (text = one tag) and/or tag windows")
+    f.add_argument("--data", type=Path, action="append", default=[], help="a data dir of clips whose text is one tag")
+    f.add_argument("--windows", type=Path, action="append", default=[],
+                   help="a tag-window dir of pyutils.nvv_detect.weak_labels (a corpus of tagged transcripts)")
     f.add_argument("--out", type=Path, required=True)
     f.add_argument("--l2", type=float, default=0.03)
     f.add_argument("--embed", action="store_true", help="also the mean YAMNet embedding of the clip")
@@ -362,9 +380,10 @@ def main(argv=None) -> int:
     try:
         if a.cmd == "fit":
             ev = Evidence(tags, embed=a.embed, threads=a.threads)
-            rows = list(labelled_clips(a.data, tags))
+            rows = list(labelled_clips(a.data, tags)) + list(window_clips(a.windows, tags))
             if not rows:
-                raise DetectorError(f"{', '.join(map(str, a.data))}: no clip whose text is one challenge tag")
+                raise DetectorError(f"{', '.join(map(str, a.data + a.windows)) or 'no --data/--windows'}: "
+                                    f"no clip whose text is one challenge tag, no tag window")
             feats = ev.features([r[1] for r in rows])
             namer = Namer(tags, a_h=a.a_h, min_prob=a.min_prob)
             X = namer.design(feats)
