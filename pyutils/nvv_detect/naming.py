@@ -24,8 +24,9 @@ Zero-shot fusion (product of experts), ``z_k = log y_k + a_w (w_k - lse w) + a_h
 elsewhere the heads' own distribution ``z_k = log h_k`` stays (a sound no AudioSet class
 matches, e.g. the mini corpus's generated sounds, is left to the detector). A fitted namer
 (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet embedding]`` of
-labelled clips, L2 ``--l2``) replaces the first two terms by its logits, everywhere, beside the
-heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``).
+labelled clips (``--data``) or of the crops of a corpus's tag windows (``--windows``,
+:func:`window_clips`), L2 ``--l2``) replaces the first two terms by its logits, everywhere, beside
+the heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``).
 ``p = softmax(z)``; the event gets ``argmax_k p_k`` when ``max_k p_k >= min_prob`` and is
 dropped otherwise: a tag of the wrong class costs a false alarm AND a miss, no tag only the miss.
 Zero-shot, an event left to the heads is dropped too when their score is below
