@@ -185,14 +185,18 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
   # The namer of stage 6: fitted on real labelled sounds where there are some (DEEPLY_NVV: its train
   # and dev speakers' clips, the test speakers stay unheard; a real corpus's tag windows), else the
   # zero-shot fusion.
-  _nm_src=()
-  [ -n "${DEEPLY_NVV:-}" ] && _nm_src+=(--data "${_deeply}/train" --data "${_deeply}/dev")
-  [ "${_det_labels}" = transcript ] && [ "${use_mini}" != true ] && \
-    _nm_src+=(--windows "${_featdir}/weak_corpus_train" --windows "${_featdir}/weak_corpus_dev")
+  _nm_src=() _nm_inputs=()   # the namer's sources, and the files its signature reads
+  if [ -n "${DEEPLY_NVV:-}" ]; then
+    _nm_src+=(--data "${_deeply}/train" --data "${_deeply}/dev") _nm_inputs+=("${_deeply}/.prep.done")
+  fi
+  if [ "${_det_labels}" = transcript ] && [ "${use_mini}" != true ]; then
+    for s in train dev; do
+      _nm_src+=(--windows "${_featdir}/weak_corpus_${s}")
+      _nm_inputs+=("${_featdir}/weak_corpus_${s}/windows.jsonl" "${_featdir}/weak_corpus_${s}/wav.scp")
+    done
+  fi
   if [ ${#_nm_src[@]} -gt 0 ] && [ "${nvv_naming}" = true ]; then
-    _sig_nm=$(for f in "${_nm_src[@]}"; do
-      case ${f} in --*) ;; */weak_corpus_*) cat "${f}/windows.jsonl" "${f}/wav.scp" ;; *) cat "${_deeply}/.prep.done" ;; esac
-    done | md5sum | cut -d' ' -f1)
+    _sig_nm=$(cat "${_nm_inputs[@]}" | md5sum | cut -d' ' -f1)
     if stage_done "${asr_exp}/.namer.done" --sig "${_sig_nm}"; then
       log "  ${_namer_file} is fitted, skipping"
     else

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -213,10 +214,14 @@ class Namer:
         log_h = log_h - np.log(np.exp(log_h).sum(axis=1, keepdims=True))
         if self.a_h:
             z = z + self.a_h * log_h
-        if not self.fitted and self.known_min > 0:
-            unknown = np.exp(ev["log_y"]).max(axis=1) < self.known_min
-            z = np.where(unknown[:, None], log_h, z)
-        return z
+        return np.where(self.left_to_heads(ev)[:, None], log_h, z)
+
+    def left_to_heads(self, ev: Dict[str, Optional[np.ndarray]]) -> np.ndarray:
+        """(E,) bool: zero-shot, the events no tag's AudioSet class recognises (``max_k y_k <
+        known_min``): the heads name them (given heads); always False for a fitted namer."""
+        if self.fitted or self.known_min <= 0:
+            return np.zeros(len(ev["log_y"]), dtype=bool)
+        return np.exp(ev["log_y"]).max(axis=1) < self.known_min
 
     def probs(self, ev, heads=None) -> np.ndarray:
         return softmax(self.logits(ev, heads), axis=1)
@@ -276,9 +281,9 @@ def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: Lis
         ev = evidence.features(crops)
     p = namer.probs(ev, heads)
     doubtful = np.zeros(len(events), dtype=bool)
-    if zero_shot and heads is not None and namer.known_min > 0:   # left to the heads, who are unsure
-        unknown = np.exp(ev["log_y"]).max(axis=1) < namer.known_min
-        doubtful = unknown & (np.array([float(e.get("score", 1.0)) for e in events]) < UNKNOWN_MIN_SCORE)
+    if heads is not None:   # left to the heads, who are unsure
+        scores = np.array([float(e.get("score", 1.0)) for e in events])
+        doubtful = namer.left_to_heads(ev) & (scores < UNKNOWN_MIN_SCORE)
     out = []
     for e, row, drop in zip(events, p, doubtful):
         k = int(row.argmax())
@@ -333,10 +338,10 @@ def window_clips(weak_dirs: Sequence[Path], tags: Sequence[str]):
 
     for d in weak_dirs:
         for utt, x, sr, wins in weak_dir_utts(Path(d)):
-            spans = [(w["start"], w["end"]) for w in wins]
+            shared = Counter((w["start"], w["end"]) for w in wins)
             x = to_mono_16k(x, sr)
-            for w, span in zip(wins, spans):
-                if spans.count(span) == 1 and w["tag"] in tags:
+            for w in wins:
+                if shared[(w["start"], w["end"])] == 1 and w["tag"] in tags:
                     yield utt, crop(x, w["start"], w["end"]), w["tag"]
 
 

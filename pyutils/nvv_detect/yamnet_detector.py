@@ -211,11 +211,10 @@ def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int =
         keep[drop] = False
         sw = sw.copy()
         sw[y == 0] *= len(none) / max_none
-    X, y, sw = X[keep], y[keep], sw[keep]
+    X, y, w = X[keep], y[keep], sw[keep]
     mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
     Z = (X - mu) / sigma
     n, d = Z.shape
-    w = sw
     Y = np.zeros((n, n_classes))
     Y[np.arange(n), y] = 1.0
 
