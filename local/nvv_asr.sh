@@ -53,12 +53,12 @@ if in_stage 0 "corpus"; then
       stage_mark "${_deeply}/.prep.done" --sig "${DEEPLY_NVV}" $(find "${_deeply}" -type f ! -name '.*' \
         ! -name '*.log' ! -path '*/real_*' | LC_ALL=C sort)
     fi
-    if [ "${use_mini}" = true ] && [ "${_mini_given}" = false ]; then
+    if { [ "${use_mini}" = true ] || [ "${mini_for_detector}" = true ]; } && [ "${_mini_given}" = false ]; then
       synth_args+=" --nvv-bank-extra ${_deeply}/bank_train"
     fi
   fi
-  if [ "${use_mini}" = true ]; then
-    log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}"
+  if [ "${use_mini}" = true ] || [ "${mini_for_detector}" = true ]; then
+    log "stage 0: mini NVV corpus (${lang}, ${preset}) -> ${mini_dir}$([ "${use_mini}" = true ] || echo " (the cascade detector's exact event times, --detector_mini true)")"
     if [ "${_mini_given}" = true ]; then
       [ -f "${mini_dir}/.done" ] || { echo "$0: --mini_dir ${mini_dir} has no .done marker (expects DIR/data/{train,dev,test} and DIR/.done)" >&2; exit 1; }
       log "stage 0: using ${mini_dir}"
@@ -77,7 +77,8 @@ if in_stage 0 "corpus"; then
           --out "${mini_dir}" --nj "${nj}" --cmd "${train_cmd}" ${synth_args}
       stage_mark "${mini_dir}/.corpus.done" --dir "${mini_dir}"
     fi
-  else
+  fi
+  if [ "${use_mini}" = false ]; then
     log "stage 0: checking the real corpora named in db.sh: ${corpora}"
     for c in ${corpora}; do
       [ -n "${!c:-}" ] || { echo "$0: ${c} is not set in db.sh" >&2; exit 1; }

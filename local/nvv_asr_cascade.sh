@@ -11,12 +11,13 @@
 #     (--nj jobs per set; verified markers); --detector_labels transcript (auto: with real corpora): the
 #     train/dev sets' tagged transcripts give each tag a time window (frozen Whisper forced to the text,
 #     pyutils.nvv_detect.weak_labels -> feats/weak_corpus_{train,dev}/windows.jsonl), the features of those
-#     utterances carry the windows
+#     utterances carry the windows; with real corpora, --detector_mini true (default) adds the mini corpus's
+#     train/dev splits with their exact event times (feature sets mini_{train,dev})
 #   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads;
 #     yamnet: pyutils.nvv_detect.yamnet_detector, also per-tag sources)
 #     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
 #     --detector_labels transcript: --labels spans (each tag window taken as the sound's span); with real corpora, --detector_labels
-#     times and no real-NVV sets: the shipped detector;
+#     times, --detector_mini false and no real-NVV sets: the shipped detector;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
@@ -107,16 +108,22 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
       detector_sets "corpus_${s}" "$(cat "${_featdir}/weak_corpus_${s}/"{wav.scp,windows.jsonl} | md5sum | cut -d' ' -f1)" \
         --weak-dir "${_featdir}/weak_corpus_${s}"
     done
-  elif [ "${use_mini}" = true ]; then
+  elif [ "${use_mini}" = false ] && [ "${mini_for_detector}" = false ]; then
+    log "  real corpora (${corpora}) have no NVV event times (--detector_labels times): no corpus sets for the detector"
+  fi
+  # the mini corpus's exact event times: the corpus itself (sets corpus_*), or beside real corpora (mini_*)
+  _mini_sets=
+  if [ "${use_mini}" = true ] && [ "${_det_labels}" = times ]; then _mini_sets=corpus; fi
+  if [ "${mini_for_detector}" = true ]; then _mini_sets=mini; fi
+  if [ -n "${_mini_sets}" ]; then
     for s in train dev; do
       [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there" >&2; exit 1; }
     done
+    [ "${_mini_sets}" = corpus ] || log "  --detector_mini true: the mini corpus's exact event times beside the real corpora (${mini_dir})"
     _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
     _sig_dv=$(cat "${mini_dir}/data/dev/wav.scp" "${mini_dir}/events/dev.jsonl" | md5sum | cut -d' ' -f1)
-    detector_sets corpus_train "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
-    detector_sets corpus_dev "${_sig_dv}" --corpus "${mini_dir}" --split dev
-  else
-    log "  real corpora (${corpora}) have no NVV event times (--detector_labels times): no corpus sets for the detector"
+    detector_sets "${_mini_sets}_train" "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
+    detector_sets "${_mini_sets}_dev" "${_sig_dv}" --corpus "${mini_dir}" --split dev
   fi
   if [ "${_use_real}" = true ]; then
     _sig_real=$(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)
@@ -145,8 +152,12 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
   mkdir -p "${asr_exp}/log"
   _train=() _dev=() _p=
   [ "${detector}" = yamnet ] || _p=wf_
-  for f in "${_featdir}"/${_p}corpus_train.*.npz "${_featdir}"/${_p}real_train.*.npz "${_featdir}"/${_p}deeply_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
-  for f in "${_featdir}"/${_p}corpus_dev.*.npz "${_featdir}"/${_p}real_dev.*.npz "${_featdir}"/${_p}deeply_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+  _sets=(corpus real deeply)
+  [ "${mini_for_detector}" = true ] && _sets+=(mini)
+  for n in "${_sets[@]}"; do
+    for f in "${_featdir}/${_p}${n}"_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
+    for f in "${_featdir}/${_p}${n}"_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+  done
   if [ ${#_train[@]} -eq 0 ] || [ ${#_dev[@]} -eq 0 ]; then
     log "stage 5: no detector training sets ($(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files): the shipped detector ${_shipped_det}"
     _sig="shipped $(cat "${_shipped_det}.sha256")"

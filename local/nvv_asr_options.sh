@@ -54,6 +54,8 @@ detector_labels=auto     # cascade: the detector's labels: times (exact event ti
                          # transcript (tag windows from the train/dev sets' tagged transcripts, frozen Whisper forced
                          # to each, pyutils.nvv_detect.weak_labels; fitted as the sounds' spans); auto: times for the mini corpus, transcript for
                          # real corpora (--corpus NAME; --detector whisper)
+detector_mini=true       # cascade, real corpora (--corpus NAME): also fit the detector on the generated mini corpus's
+                         # exact event times (made in stage 0, or --mini_dir); false: the real corpora's tag windows alone
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
 detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
@@ -183,6 +185,12 @@ derive_settings() {   # (called by local/nvv_asr.sh right after the prelude)
     *) for c in ${corpus}; do corpora+="${corpora:+ }${c^^}"; done ;;
   esac
   use_mini=true; [ -z "${corpora}" ] || use_mini=false
+  # the mini corpus beside real corpora: the cascade detector's exact event times
+  mini_for_detector=false
+  if [ "${use_mini}" = false ] && [ "${asr_method}" = cascade ] && [ "${detector_mini}" = true ] \
+     && [ "${skip_train}" != true ]; then
+    mini_for_detector=true
+  fi
   if [ -n "${NVV_TRACK1_TEST:-}" ] && [ "${skip_train}" != true ]; then
     _t1set="track1_test_${lang}"
     [[ " ${test_sets} " == *" ${_t1set} "* ]] || test_sets+=" ${_t1set}"

@@ -11,6 +11,9 @@ import pytest
 import soundfile as sf
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mini_corpus_fixture import noise, tiny_mini_corpus  # noqa: E402
+
 WHISPER = ROOT / "tools" / "models" / "whisper-base"
 YAMNET = ROOT / "tools" / "models" / "yamnet"
 
@@ -36,6 +39,7 @@ def run(cmd, cwd, timeout=60):
     (["--detector_real", "maybe"], "--detector_real must be auto, true or false"),
     (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
     (["--detector_embed", "yes"], "--detector_embed expects true or false"),   # utils/parse_options.sh
+    (["--detector_mini", "maybe"], "--detector_mini expects true or false"),
     (["--detector_l2", "-1"], "--detector_l2 must be a non-negative number"),
     (["--detector", "hmm"], "--detector must be whisper or yamnet, got 'hmm'"),
     (["--detector_layers", "4,7"], "--detector_layers must be encoder blocks 1-6"),
@@ -57,36 +61,10 @@ def test_run_sh_defaults_to_the_cascade(recipe):
     assert "--asr_method" in r.stdout + r.stderr
 
 
-def _noise(sec, seed, sr=16000):
-    return (np.random.default_rng(seed).normal(size=int(sec * sr)) * 0.05).astype(np.float32)
-
-
-def _tiny_corpus(d: Path):
-    """chorus-synth nvv's layout with event times: a noise burst (the 'laugh') in each utterance."""
-    for s in ("train", "dev", "test"):
-        dd = d / "data" / s
-        dd.mkdir(parents=True)
-        ids = [f"spk1-{s}{i}" for i in range(3)]
-        rows = []
-        for i, u in enumerate(ids):
-            x = _noise(2.0, i) * 0.02
-            x[16000:24000] += _noise(0.5, 10 + i) * 10          # the event, 1.0-1.5 s
-            sf.write(d / f"{u}.wav", x, 16000, subtype="PCM_16")
-            rows.append({"utt_id": u, "events": [{"tag": "laugh", "start": 1.0, "end": 1.5}]})
-        (dd / "wav.scp").write_text("".join(f"{u} {d / (u + '.wav')}\n" for u in ids))
-        (dd / "text").write_text("".join(f"{u} hello [laugh] there\n" for u in ids))
-        (dd / "utt2spk").write_text("".join(f"{u} spk1\n" for u in ids))
-        (dd / "spk2utt").write_text("spk1 " + " ".join(ids) + "\n")
-        (dd / "utt2dur").write_text("".join(f"{u} 2.0\n" for u in ids))
-        (d / "events").mkdir(exist_ok=True)
-        (d / "events" / f"{s}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (d / ".done").write_text("")
-
-
 @pytest.mark.skipif(not (WHISPER.is_dir() and YAMNET.is_dir()), reason="make -C tools (whisper-base, yamnet)")
 def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     mini = tmp_path / "mini"
-    _tiny_corpus(mini)
+    tiny_mini_corpus(mini)
     rdir = recipe_copy(tmp_path)
     cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--nj", "1", "--detector_real", "false",
            "--real_speech", "false", "--detector_heads", "2", "--decode_pack", "true"]
@@ -142,9 +120,9 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     # decode_dir with the cascade exp: any format/rate/channels; a broken file gets an empty row
     clips = tmp_path / "clips"
     clips.mkdir()
-    sf.write(clips / "a.flac", _noise(1.0, 1), 16000)
-    sf.write(clips / "b.wav", np.stack([_noise(1.0, 2, 8000)] * 2, axis=1), 8000)
-    sf.write(clips / "c.wav", _noise(0.05, 3), 48000)
+    sf.write(clips / "a.flac", noise(1.0, 1), 16000)
+    sf.write(clips / "b.wav", np.stack([noise(1.0, 2, 8000)] * 2, axis=1), 8000)
+    sf.write(clips / "c.wav", noise(0.05, 3), 48000)
     (clips / "d.ogg").write_bytes(b"not audio")
     out = tmp_path / "out" / "text"
     r = run([sys.executable, "-m", "pyutils.asr.decode_dir", "--asr-exp", str(exp), "--audio-dir", str(clips),
@@ -159,7 +137,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
 @pytest.mark.skipif(not (WHISPER.is_dir() and YAMNET.is_dir()), reason="make -C tools (whisper-base, yamnet)")
 def test_cascade_yamnet_detector_stays_selectable(tmp_path):
     mini = tmp_path / "mini"
-    _tiny_corpus(mini)
+    tiny_mini_corpus(mini)
     rdir = recipe_copy(tmp_path)
     r = run(["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "5", "--nj", "1",
              "--detector_real", "false", "--detector", "yamnet"], rdir, timeout=600)

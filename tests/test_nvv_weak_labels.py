@@ -5,6 +5,7 @@ import csv
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,9 @@ from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelEr
                                             tag_windows, utterance_windows)
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mini_corpus_fixture import tiny_mini_corpus  # noqa: E402
+
 WHISPER = ROOT / "tools" / "models" / "whisper-base"
 SR = 16000
 
@@ -190,14 +194,17 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
     # db.sh points at the corpus, as a user's would
     db = (ROOT / "egs" / "nvv_asr_en" / "db.sh").read_text()
     (rdir / "db.sh").write_text(db.replace("\nNONVERBALTTS=\n", f"\nNONVERBALTTS={src}\n"))
+    # the generated corpus's exact event times beside the windows (--detector_mini true): a tiny one given
+    mini = tmp_path / "mini"
+    tiny_mini_corpus(mini)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(["./run.sh", "--corpus", "nonverbaltts", "--stop-stage", "5", "--nj", "1",
+    r = subprocess.run(["./run.sh", "--corpus", "nonverbaltts", "--mini_dir", str(mini), "--stop-stage", "5", "--nj", "1",
                         "--detector_real", "false", "--detector_heads", "1", "--detector_args", "--epochs 30"],
                        cwd=rdir, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     exp = rdir / "exp" / "asr_cascade_default_en"
     assert "data=NONVERBALTTS" in r.stdout and "have no NVV event times" not in r.stdout
-    assert "chorus-synth" not in r.stdout                               # no mini corpus made
+    assert "chorus-synth" not in r.stdout and f"stage 0: using {mini}" in r.stdout
     # stage 4: windows from the transcripts, Whisper-aligned; each holds the sound that was put there
     for split, n in (("train", 6), ("dev", 3)):
         weak = exp / "feats" / f"weak_corpus_{split}"
@@ -211,8 +218,10 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
             assert overlap >= 0.5 * (e - s) and row["end"] - row["start"] < (e - s) + 1.5, (row, s, e)
     # stage 5: fitted on those windows, not the shipped detector copied
     report = json.loads((exp / "detector_report.json").read_text())
-    assert report["labels"] == "spans" and report["train_utts"] == 6 and report["train_windows"] == 6
-    assert report["dev_utts"] == 3
+    # ... and on the mini corpus's exact times (3 train, 3 dev utterances, kind corpus)
+    assert (exp / "feats" / "wf_mini_train.1.npz").is_file() and (exp / "feats" / "wf_mini_dev.1.npz").is_file()
+    assert report["labels"] == "spans" and report["train_utts"] == 6 + 3 and report["train_windows"] == 6
+    assert report["train_kinds"] == ["corpus", "weak"] and report["dev_utts"] == 3 + 3
     shipped = ROOT / "pyutils" / "nvv_detect" / "nvv_detector.npz"
     assert sha256_file(exp / "nvv_detector.npz") != sha256_file(shipped)
     log = (exp / "log" / "train_detector.log").read_text()

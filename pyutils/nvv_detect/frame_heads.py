@@ -265,7 +265,7 @@ def train_head(train_sets: Sequence[Tuple[str, Tuple[int, ...], list]],
     tr, n_windows = [], 0
     for kind, _, rows in train_sets:
         for _, x, ev in frame_inputs(rows):
-            n_windows += len(ev) if labels == "spans" else 0
+            n_windows += len(ev) if kind == "weak" else 0
             tr.append((x, frame_labels(len(x), ev, classes), real_weight if kind == "real" else 1.0))
     dev, real_ids = [], []
     for kind, _, rows in dev_sets:
