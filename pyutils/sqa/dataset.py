@@ -43,7 +43,7 @@ class SQADataset(torch.utils.data.Dataset):
     def __init__(self, feats_scp: str, utt2dur: str, ref_jsonl: Optional[str] = None,
                  wav_scp: Optional[str] = None, augment_prob: float = 0.0,
                  augmenter: Optional[Callable] = None, seed: int = 0, feats_cfg: Optional[dict] = None,
-                 embed_scp: Optional[str] = None, utts: Optional[List[str]] = None,
+                 embed_scp: Optional[str] = None,
                  channel_prob: float = 0.0, channel: Optional[Callable] = None):
         import kaldiio
 
@@ -56,10 +56,8 @@ class SQADataset(torch.utils.data.Dataset):
             from pyutils.sqa.embed import load_embeddings
 
             self.embeds = load_embeddings(embed_scp)
-        keep = set(utts) if utts is not None else None
         self.utts: List[str] = [u for u in self.feats.keys() if u in durs and (not refs or u in refs)
-                                and (self.embeds is None or u in self.embeds)
-                                and (keep is None or u in keep)]
+                                and (self.embeds is None or u in self.embeds)]
         if refs:
             missing = [u for u in self.feats.keys() if u not in refs]
             if missing:

@@ -215,10 +215,6 @@ def train(args) -> int:
                 raise SystemExit(f"utt_embed: true but {path} is missing (stage 2 with --utt-embed true)")
         with open(f"{d}/embed_config.json", encoding="utf-8") as f:
             embed_cfg = json.load(f)
-    train_utts = None
-    if args.train_utts:
-        with open(args.train_utts, encoding="utf-8") as f:
-            train_utts = [line.split()[0] for line in f if line.strip()]
     channel = None
     if cfg["channel_prob"] > 0:
         from pyutils.synth.channel import apply_channel
@@ -226,7 +222,7 @@ def train(args) -> int:
         channel = apply_channel   # (x, rng) -> y
     train_set = SQADataset(f"{d}/feats.scp", f"{d}/utt2dur", args.train_ref, wav_scp,
                            augment_prob=cfg["augment_prob"], augmenter=augmenter, seed=cfg["seed"],
-                           feats_cfg=feats_cfg, embed_scp=train_embed, utts=train_utts,
+                           feats_cfg=feats_cfg, embed_scp=train_embed,
                            channel_prob=float(cfg["channel_prob"]), channel=channel)
     dev_set = SQADataset(f"{args.dev_dir}/feats.scp", f"{args.dev_dir}/utt2dur", args.dev_ref, embed_scp=dev_embed)
     if len(train_set) == 0:
@@ -387,8 +383,6 @@ def main(argv=None) -> int:
     p.add_argument("--stats", required=True, help="feats_stats.npz (mean, std)")
     p.add_argument("--outdir", required=True)
     p.add_argument("--resume", action="store_true", help="continue from OUTDIR/last.pt")
-    p.add_argument("--train-utts", help="file whose first column lists the training utterances to use "
-                                        "(default: all); held-out-family/voice experiments")
     return train(p.parse_args(argv))
 
 
