@@ -7,8 +7,6 @@ This module turns the measured components of a run into that bound:
 
 - ``as_sources``: the run's own SIM gain and MOS, with the judge's per-pair WER on the
   source recordings in place of the one on the outputs;
-- ``as_sources_mos_src`` (with ``--dnsmos-sources``): the same with the MOS proxy of the
-  source recordings too (their DNSMOS OVRL), i.e. an output as clean as the sources;
 - ``wer_for_target``: the per-pair WER the Score needs to reach ``--target`` with the
   run's SIM gain and MOS.
 
@@ -17,8 +15,7 @@ All averages are over pairs, as ``chorus-score vc`` averages (the Score is linea
 CLI::
 
     python -m pyutils.vc.ceiling --components exp/vc_default/eval_test/components.tsv \
-        --judge-sources exp/vc_default/eval_test/judge/test_pairs_src/text \
-        [--pairs dump/raw/test_pairs_src/pairs.tsv --dnsmos-sources] [--target 40]
+        --judge-sources exp/vc_default/eval_test/judge/test_pairs_src/text [--target 40]
 """
 
 from __future__ import annotations
@@ -48,8 +45,7 @@ def _mean(values: List[float]) -> float:
     return sum(values) / len(values)
 
 
-def ceiling(rows: List[Dict[str, str]], judge_src: Dict[str, str],
-            mos_src: Optional[Dict[str, float]] = None, target: float = 40.0) -> Dict[str, float]:
+def ceiling(rows: List[Dict[str, str]], judge_src: Dict[str, str], target: float = 40.0) -> Dict[str, float]:
     """The bounds of the module docstring from per-pair components and judge transcripts."""
     missing = [r["utt_id"] for r in rows if r["utt_id"] not in judge_src]
     if missing:
@@ -67,9 +63,6 @@ def ceiling(rows: List[Dict[str, str]], judge_src: Dict[str, str],
         # 0.4 G + 0.3 M + 0.3 (100 - W) = target  ->  W
         "wer_for_target": 100.0 - (target - 0.4 * gain - 0.3 * mos) / 0.3,
     }
-    if mos_src is not None:
-        out["MOS_sources"] = _mean([mos_src[r["utt_id"]] for r in rows])
-        out["as_sources_mos_src"] = combine(gain, 0.0, out["MOS_sources"], wer_src)
     return out
 
 
@@ -77,23 +70,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--components", required=True, help="components.tsv of pyutils.vc.evaluate")
     ap.add_argument("--judge-sources", required=True, help="judge transcripts of the source recordings (Kaldi text)")
-    ap.add_argument("--pairs", default=None, help="pairs.tsv (pyutils.vc.pairs) for --dnsmos-sources")
-    ap.add_argument("--dnsmos-sources", action="store_true", help="also score the source recordings' DNSMOS")
     ap.add_argument("--target", type=float, default=40.0)
     ap.add_argument("--output-json", default=None)
     args = ap.parse_args(argv)
     try:
         rows = read_components(args.components)
         judge = _read_text(args.judge_sources)
-        mos_src = None
-        if args.dnsmos_sources:
-            if not args.pairs:
-                raise ValueError("--dnsmos-sources needs --pairs")
-            from pyutils.vc.evaluate import dnsmos_ovrl, mos_from_dnsmos, read_pair_table
-
-            src = {r["pair_id"]: r["source"] for r in read_pair_table(args.pairs)}
-            mos_src = {r["utt_id"]: mos_from_dnsmos(dnsmos_ovrl(src[r["utt_id"]])) for r in rows}
-        res = ceiling(rows, judge, mos_src, args.target)
+        res = ceiling(rows, judge, args.target)
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
