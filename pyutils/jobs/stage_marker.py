@@ -24,26 +24,14 @@ file under DIR except log folders, temporary files and markers.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
 from pathlib import Path
-from pyutils.io import atomic_write
+from pyutils.io import atomic_write, sha256_file
 
 FORMAT = "chorus-stage-marker-1"
 _SKIP_DIRS = {"log", "logdir", "q", "__pycache__"}
-
-
-def checksum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
 
 
 def _files_under(root: Path) -> list[Path]:
@@ -69,7 +57,7 @@ def write_marker(marker: str | os.PathLike, files=(), dirs=(), sig: str = "") ->
         if not p.is_file():
             raise FileNotFoundError(f"{p}: cannot vouch for a file that does not exist")
         rel = os.path.relpath(p, base)
-        entries[rel] = {"size": p.stat().st_size, "sha256": checksum(p)}
+        entries[rel] = {"size": p.stat().st_size, "sha256": sha256_file(p)}
     data = {"format": FORMAT, "sig": sig, "files": entries}
     with atomic_write(marker) as f:
         json.dump(data, f, indent=1, sort_keys=True)
@@ -98,7 +86,7 @@ def check_marker(marker: str | os.PathLike, sig: str | None = None) -> str | Non
             return f"missing {p}"
         if p.stat().st_size != meta.get("size"):
             return f"{p} changed size ({p.stat().st_size} bytes, {meta.get('size')} when the stage finished)"
-        if checksum(p) != meta.get("sha256"):
+        if sha256_file(p) != meta.get("sha256"):
             return f"{p} changed since the stage finished (checksum)"
     return None
 
