@@ -41,6 +41,14 @@ class UsageError(ValueError):
     """Malformed backend command line."""
 
 
+class Interrupted(Exception):
+    """A backend's wait cut short by signal ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 @dataclass
 class JobArray:
     """One invocation of a backend: N tasks sharing a command template."""

@@ -29,16 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from .common import JobArray, UsageError, backend_main, failure_report, log_footer, log_header
+from .common import Interrupted, JobArray, UsageError, backend_main, failure_report, log_footer, log_header
 from .guard import ArrayLock, Busy, Watchdog, die_with_parent, held_lock_fds
 
 PROG = "run.pl"
-
-
-class _Interrupted(Exception):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
 
 
 def _default_max_jobs() -> int:
@@ -135,7 +129,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
         if starting["now"]:
             starting["held"] = signum
             return
-        raise _Interrupted(signum)
+        raise Interrupted(signum)
 
     old = {s: signal.signal(s, on_signal)
            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -156,7 +150,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
                 finally:
                     starting["now"] = False
                 if starting["held"] is not None:
-                    raise _Interrupted(starting["held"])
+                    raise Interrupted(starting["held"])
             done = []
             for task, (proc, fh, t0, log) in running.items():
                 code = proc.poll()
@@ -175,7 +169,7 @@ def _run_array(job: JobArray, prog: str, max_jobs: int | None, lock: ArrayLock,
             else:
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.2)
-    except _Interrupted as e:
+    except Interrupted as e:
         for proc, *_ in running.values():
             _kill_group(proc, signal.SIGTERM)
         deadline = time.time() + 3

@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import JobArray, UsageError, backend_main, failure_report, read_exit_code
+from .common import Interrupted, JobArray, UsageError, backend_main, failure_report, read_exit_code
 from .guard import ArrayLock, Busy, Watchdog, die_with_parent
 
 PROG = "slurm.pl"
@@ -195,12 +195,6 @@ def _squeue_states(jobid: str) -> list[str] | None:
     return [s for s in proc.stdout.split() if s]
 
 
-class _Interrupted(Exception):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
 def submit_and_wait(job: JobArray, poll_max: float = 10.0, grace: float = 5.0) -> int:
     """Submit ``job`` as an sbatch array, wait for it, report; return 0/1."""
     if shutil.which("sbatch") is None:
@@ -274,7 +268,7 @@ def _submit_and_wait(job: JobArray, poll_max: float, grace: float, lock: ArrayLo
     lock.record(f"slurm {jobid}")
 
     def on_signal(signum, _frame):
-        raise _Interrupted(signum)
+        raise Interrupted(signum)
 
     old = {s: signal.signal(s, on_signal)
            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -302,7 +296,7 @@ def _submit_and_wait(job: JobArray, poll_max: float, grace: float, lock: ArrayLo
                 unreachable_since = None
             time.sleep(delay)
             delay = min(delay * 1.5, poll_max)
-    except _Interrupted as e:
+    except Interrupted as e:
         subprocess.run(["scancel", jobid], capture_output=True)
         print(f"{PROG}: interrupted by {signal.Signals(e.signum).name}; "
               f"cancelled Slurm job {jobid}", file=sys.stderr)
