@@ -19,7 +19,7 @@ def test_sim_mapping(cos, expected):
 @pytest.mark.parametrize("ovrl,expected", [(1.0, 0.0), (3.0, 50.0), (4.2, 80.0), (5.0, 100.0),
                                            (0.5, 0.0), (5.3, 100.0)])
 def test_mos_mapping(ovrl, expected):
-    assert E.mos_from_dnsmos(ovrl) == pytest.approx(expected)
+    assert E.mos100(ovrl) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), None])
@@ -27,7 +27,7 @@ def test_mappings_reject_non_numbers(bad):
     with pytest.raises(ValueError):
         E.sim_from_cosine(bad)
     with pytest.raises(ValueError):
-        E.mos_from_dnsmos(bad)
+        E.mos100(bad)
 
 
 def test_cosine():

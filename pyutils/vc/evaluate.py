@@ -45,6 +45,7 @@ import numpy as np
 from pyutils.audio import load_audio
 from pyutils.io import atomic_write, read_text
 from pyutils.judges.models import JudgeUnavailable
+from pyutils.judges.mos import mos100
 
 SR = 16000
 COMPONENTS = ("sim_ref_out", "sim_src_out", "mos", "wer")
@@ -55,13 +56,6 @@ def sim_from_cosine(cos: float) -> float:
     if cos is None or not math.isfinite(cos):
         raise ValueError(f"cosine must be a finite number, got {cos!r}")
     return 100.0 * min(max(float(cos), 0.0), 1.0)
-
-
-def mos_from_dnsmos(ovrl: float) -> float:
-    """MOS proxy on 0..100 from DNSMOS OVRL (1..5): ``100 * (OVRL - 1) / 4``, clipped."""
-    if ovrl is None or not math.isfinite(ovrl):
-        raise ValueError(f"DNSMOS OVRL must be a finite number, got {ovrl!r}")
-    return float(min(max((float(ovrl) - 1.0) / 4.0 * 100.0, 0.0), 100.0))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -180,8 +174,6 @@ class SecondJudges:
 
     def columns(self, row: Dict[str, str], out_wav: str) -> Dict[str, float]:
         d = self.distillmos(out_wav)
-        from pyutils.judges.mos import mos100
-
         return dict(sim_ref_out_dvec=round(self.sim.sim(row["target"], out_wav), 3),
                     sim_src_out_dvec=round(self.sim.sim(row["source"], out_wav), 3),
                     sim_src_ref_dvec=round(self.sim.sim(row["source"], row["target"]), 3),
@@ -236,7 +228,7 @@ def evaluate_pairs(rows: Sequence[Dict[str, str]], out_dir: str,
             sim_ref_out=round(sim.sim(row["target"], out_wav), 3),
             sim_src_out=round(sim.sim(row["source"], out_wav), 3),
             sim_src_ref=round(sim.sim(row["source"], row["target"]), 3),
-            mos=round(mos_from_dnsmos(ovrl), 3),
+            mos=round(mos100(ovrl), 3),   # DNSMOS OVRL (1..5) on 0..100
             dnsmos_ovrl=round(ovrl, 4),
             wer=round(wer_percent(ref_text[pid], hyp_text.get(pid, "")), 3),
             ref_text=normalize_text(ref_text[pid]),
