@@ -21,7 +21,6 @@ CLI::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from typing import Dict, List, Optional
@@ -29,12 +28,12 @@ from typing import Dict, List, Optional
 from pyutils.io import atomic_write
 from pyutils.scoring.vc import combine
 from pyutils.vc.evaluate import _read_text, wer_percent
+from pyutils.vc.report import read_components as read_table
 
 
 def read_components(path: str) -> List[Dict[str, str]]:
     """Rows of a ``components.tsv`` of :mod:`pyutils.vc.evaluate` (needs the ref_text column)."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    rows = read_table(path)
     need = {"utt_id", "sim_ref_out", "sim_src_out", "mos", "wer", "ref_text"}
     if not rows or not need <= set(rows[0]):
         raise ValueError(f"{path}: expected a components.tsv with columns {', '.join(sorted(need))}")
