@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
+from pyutils.datadir import spk2utt_from_utt2spk
 from pyutils.safe_paths import name_problem
 from pyutils.io import InputError, atomic_write_text, iter_jsonl, iter_lines
 
@@ -435,10 +436,7 @@ class DataDir:
             raise PrepError(f"{outdir}: utterances without text, e.g. {missing}")
         write_kv(outdir / "wav.scp", self.wav_scp)
         write_kv(outdir / "utt2spk", self.utt2spk)
-        spk2utt: Dict[str, List[str]] = {}
-        for utt in sorted(self.utt2spk):
-            spk2utt.setdefault(self.utt2spk[utt], []).append(utt)
-        write_kv(outdir / "spk2utt", {s: " ".join(u) for s, u in spk2utt.items()})
+        write_kv(outdir / "spk2utt", spk2utt_from_utt2spk(self.utt2spk))
         if self.text is not None:
             write_kv(outdir / "text", {u: t for u, t in self.text.items()})
         elif (outdir / "text").exists():
