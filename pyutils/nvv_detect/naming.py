@@ -26,18 +26,14 @@ matches, e.g. the mini corpus's generated sounds, is left to the detector). A fi
 (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet embedding]`` of
 labelled clips (``--data``) or of the crops of a corpus's tag windows (``--windows``,
 :func:`window_clips`), L2 ``--l2``) replaces the first two terms by its logits, everywhere, beside
-the heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``). A fitted namer speaks only
-for the tags ``S`` it has examples of (a corpus of 5 or 10 classes knows nothing of a snore or a
-hum): the heads' mass on ``S`` is shared out by the fusion, the heads keep the rest,
-``p_k = h_k`` (``k`` not in ``S``), ``p_k = (sum_{j in S} h_j) softmax_S(z)_k`` (``k`` in ``S``).
+the heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``).
 ``p = softmax(z)``; the event gets ``argmax_k p_k`` when ``max_k p_k >= min_prob`` and is
 dropped otherwise: a tag of the wrong class costs a false alarm AND a miss, no tag only the miss.
 Zero-shot, an event left to the heads is dropped too when their score is below
 ``UNKNOWN_MIN_SCORE``: no source is sure what it is.
 
 Model file (``fit``): npz of plain arrays beside its ``.sha256`` (``kind`` = ``nvv_namer``,
-``tags``, ``W``, ``b``, ``mu``, ``sigma``, ``a_w``, ``a_h``, ``min_prob``, ``seen``: the tags it was
-fitted on), never unpickled.
+``tags``, ``W``, ``b``, ``mu``, ``sigma``, ``a_w``, ``a_h``, ``min_prob``), never unpickled.
 """
 
 from __future__ import annotations
@@ -168,13 +164,11 @@ class Namer:
     def __init__(self, tags: Sequence[str], a_w: float = A_W, a_h: float = A_H, min_prob: float = MIN_PROB,
                  W: Optional[np.ndarray] = None, b: Optional[np.ndarray] = None,
                  mu: Optional[np.ndarray] = None, sigma: Optional[np.ndarray] = None,
-                 known_min: float = KNOWN_MIN, seen: Optional[np.ndarray] = None):
+                 known_min: float = KNOWN_MIN):
         self.tags = list(tags)
         self.a_w, self.a_h, self.min_prob = float(a_w), float(a_h), float(min_prob)
         self.known_min = float(known_min)
         self.W, self.b, self.mu, self.sigma = W, b, mu, sigma
-        #: (K,) bool: the tags a fitted namer has examples of (None: all)
-        self.seen = None if seen is None else np.asarray(seen, dtype=bool)
 
     @property
     def fitted(self) -> bool:
@@ -189,16 +183,13 @@ class Namer:
         a = load_arrays(Path(path), missing="; fit one with `python -m pyutils.nvv_detect.naming fit`")
         if str(a.get("kind", "")) != KIND:
             raise DetectorError(f"{path}: not an NVV namer file (kind {a.get('kind')!r})")
-        if "seen" in a and a["seen"].shape != a["tags"].shape:
-            raise DetectorError(f"{path}: 'seen' has shape {a['seen'].shape}, the tags {a['tags'].shape}")
         return cls([str(t) for t in a["tags"]], float(a["a_w"]), float(a["a_h"]), float(a["min_prob"]),
-                   a["W"], a["b"], a["mu"], a["sigma"], seen=a.get("seen"))
+                   a["W"], a["b"], a["mu"], a["sigma"])
 
     def save(self, path: Path) -> None:
         save_arrays({"kind": np.array(KIND), "tags": np.array(self.tags), "W": self.W, "b": self.b,
                      "mu": self.mu, "sigma": self.sigma, "a_w": np.array(self.a_w),
-                     "a_h": np.array(self.a_h), "min_prob": np.array(self.min_prob),
-                     "seen": self.seen if self.seen is not None else np.ones(len(self.tags), dtype=bool)}, path)
+                     "a_h": np.array(self.a_h), "min_prob": np.array(self.min_prob)}, path)
 
     def design(self, ev: Dict[str, Optional[np.ndarray]]) -> np.ndarray:
         """The fitted model's input rows ``[log y, w - lse w (0 without Whisper), emb]``."""
@@ -233,17 +224,7 @@ class Namer:
         return np.exp(ev["log_y"]).max(axis=1) < self.known_min
 
     def probs(self, ev, heads=None) -> np.ndarray:
-        """(E, K) ``p`` (module docstring): ``softmax(z)``; a fitted namer beside heads shares out only
-        the heads' mass on the tags it was fitted on."""
-        z = self.logits(ev, heads)
-        s = self.seen
-        if heads is None or not self.fitted or s is None or s.all() or not s.any():
-            return softmax(z, axis=1)
-        h = np.clip(heads, 1e-4, None)
-        h = h / h.sum(axis=1, keepdims=True)
-        p = h.copy()
-        p[:, s] = softmax(z[:, s], axis=1) * h[:, s].sum(axis=1, keepdims=True)
-        return p
+        return softmax(self.logits(ev, heads), axis=1)
 
 
 def heads_matrix(events: Sequence[dict], tags: Sequence[str]) -> Optional[np.ndarray]:
@@ -410,9 +391,9 @@ def main(argv=None) -> int:
                 raise DetectorError(f"{', '.join(map(str, a.data + a.windows)) or 'no --data/--windows'}: "
                                     f"no clip whose text is one challenge tag, no tag window")
             feats = ev.features([r[1] for r in rows])
-            y = np.array([tags.index(r[2]) for r in rows])
-            namer = Namer(tags, a_h=a.a_h, min_prob=a.min_prob, seen=np.isin(np.arange(len(tags)), y))
+            namer = Namer(tags, a_h=a.a_h, min_prob=a.min_prob)
             X = namer.design(feats)
+            y = np.array([tags.index(r[2]) for r in rows])
             namer.W, namer.b, namer.mu, namer.sigma = fit(X, y, len(tags), a.l2)
             acc = float((namer.probs(feats).argmax(axis=1) == y).mean())
             namer.save(a.out)
