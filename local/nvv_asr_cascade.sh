@@ -206,10 +206,6 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
       _nm_inputs+=("${_featdir}/weak_corpus_${s}/windows.jsonl" "${_featdir}/weak_corpus_${s}/wav.scp")
     done
   fi
-  # the tags those sounds lack: examples from the mini corpus's events (else the namer never names them)
-  if [ ${#_nm_src[@]} -gt 0 ] && [ -f "${mini_dir}/events/train.jsonl" ]; then
-    _nm_src+=(--fill-from "${mini_dir}") _nm_inputs+=("${mini_dir}/events/train.jsonl")
-  fi
   if [ ${#_nm_src[@]} -gt 0 ] && [ "${nvv_naming}" = true ]; then
     _sig_nm=$(cat "${_nm_inputs[@]}" | md5sum | cut -d' ' -f1)
     if stage_done "${asr_exp}/.namer.done" --sig "${_sig_nm}"; then
@@ -219,7 +215,7 @@ if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
       ${train_cmd} "${asr_exp}/log/fit_namer.log" \
         python -m pyutils.nvv_detect.naming fit "${_nm_src[@]}" --embed \
           --threads "$(min "${nj}" 2)" --out "${_namer_file}"
-      grep -h '^naming: fitted\|^naming: .* without an example' "${asr_exp}/log/fit_namer.log" | sed 's/^/  /'
+      grep -h '^naming: fitted' "${asr_exp}/log/fit_namer.log" | sed 's/^/  /'
       stage_mark "${asr_exp}/.namer.done" --sig "${_sig_nm}" "${_namer_file}" "${_namer_file}.sha256"
     fi
   else

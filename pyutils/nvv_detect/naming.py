@@ -26,10 +26,7 @@ matches, e.g. the mini corpus's generated sounds, is left to the detector). A fi
 (``fit``: multinomial logistic regression on ``[log y, w - lse w, mean YAMNet embedding]`` of
 labelled clips (``--data``) or of the crops of a corpus's tag windows (``--windows``,
 :func:`window_clips`), L2 ``--l2``) replaces the first two terms by its logits, everywhere, beside
-the heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``). A tag the labelled sources
-have no example of (Deeply NVV has no snore, Emilia-NV five tags in all) takes its examples from a
-generated corpus's events (``--fill-from``, :func:`corpus_event_clips`), else the namer could
-never name it.
+the heads (trained on the same corpus) at ``a_h`` = 1 (``FITTED_A_H``).
 ``p = softmax(z)``; the event gets ``argmax_k p_k`` when ``max_k p_k >= min_prob`` and is
 dropped otherwise: a tag of the wrong class costs a false alarm AND a miss, no tag only the miss.
 Zero-shot, an event left to the heads is dropped too when their score is below
@@ -45,7 +42,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Collection, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -80,8 +77,6 @@ UNKNOWN_MIN_SCORE = 0.5
 #: real corpus find whole sounds): 0.3 s (1.0 s: 54.69 -> 51.28 with the default heads)
 MERGE_GAP_S, FITTED_MERGE_GAP_S = 1.0, 0.3
 EMBED_DIM = 1024
-#: ``--fill-from``: at most this many events of each missing tag from the generated corpus
-FILL_PER_TAG = 40
 
 #: AudioSet classes (YAMNet's display names) that name a tag here beside the TTS judge's
 #: :data:`pyutils.audio_tagger.TAG_CLASSES` (kept fixed there, so that judged figures stay
@@ -350,34 +345,6 @@ def window_clips(weak_dirs: Sequence[Path], tags: Sequence[str]):
                     yield utt, crop(x, w["start"], w["end"]), w["tag"]
 
 
-def corpus_event_clips(corpus: Path, tags: Collection[str], per_tag: int = FILL_PER_TAG, split: str = "train"):
-    """``(utt, crop, tag)`` of the events of a ``chorus-synth nvv`` corpus split whose tag is in
-    ``tags``: at most ``per_tag`` of each, drawn over the whole split (a fixed shuffle); an event
-    within 0.5 s of another is skipped (its crop would hold two sounds)."""
-    from pyutils.datadir.io import read_kv
-    from pyutils.nvv_detect.utt_sources import read_corpus_events, readable_audio
-
-    corpus = Path(corpus)
-    evp, scp = corpus / "events" / f"{split}.jsonl", corpus / "data" / split / "wav.scp"
-    if not evp.is_file() or not scp.is_file():
-        raise DetectorError(f"{corpus}: no {evp.name} or {split}/wav.scp (a `chorus-synth nvv` corpus)")
-    events = read_corpus_events(evp)
-    alone = [(u, e) for u, evs in events.items() for e in evs if e.get("tag") in tags
-             and not any(f is not e and float(f["start"]) - 0.5 < float(e["end"])
-                         and float(e["start"]) < float(f["end"]) + 0.5 for f in evs)]
-    picked: Dict[str, List[dict]] = {}
-    counts: Counter = Counter()
-    for i in np.random.default_rng(0).permutation(len(alone)):
-        u, e = alone[i]
-        if counts[e["tag"]] < per_tag:
-            counts[e["tag"]] += 1
-            picked.setdefault(u, []).append(e)
-    log = lambda m: print(f"naming: {corpus}: {m}", file=sys.stderr)  # noqa: E731
-    for utt, x in readable_audio({u: v for u, v in read_kv(scp).items() if u in picked}, log):
-        for e in picked[utt]:
-            yield utt, crop(x, float(e["start"]), float(e["end"])), e["tag"]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -400,8 +367,6 @@ def main(argv=None) -> int:
     f.add_argument("--data", type=Path, action="append", default=[], help="a data dir of clips whose text is one tag")
     f.add_argument("--windows", type=Path, action="append", default=[],
                    help="a tag-window dir of pyutils.nvv_detect.weak_labels (a corpus of tagged transcripts)")
-    f.add_argument("--fill-from", type=Path, help=f"a chorus-synth nvv corpus: its train split's events of the tags "
-                   f"--data/--windows have no example of (at most {FILL_PER_TAG} each)")
     f.add_argument("--out", type=Path, required=True)
     f.add_argument("--l2", type=float, default=0.03)
     f.add_argument("--embed", action="store_true", help="also the mean YAMNet embedding of the clip")
@@ -425,12 +390,6 @@ def main(argv=None) -> int:
             if not rows:
                 raise DetectorError(f"{', '.join(map(str, a.data + a.windows)) or 'no --data/--windows'}: "
                                     f"no clip whose text is one challenge tag, no tag window")
-            missing = [t for t in tags if t not in {r[2] for r in rows}]
-            if a.fill_from and missing:
-                fill = list(corpus_event_clips(a.fill_from, missing))
-                print(f"naming: {len(fill)} events from {a.fill_from} for the {len(missing)} tags without an "
-                      f"example ({', '.join(sorted({r[2] for r in fill})) or 'none of them there'})")
-                rows += fill
             feats = ev.features([r[1] for r in rows])
             namer = Namer(tags, a_h=a.a_h, min_prob=a.min_prob)
             X = namer.design(feats)
