@@ -117,7 +117,7 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
   if [ "${mini_for_detector}" = true ]; then _mini_sets=mini; fi
   if [ -n "${_mini_sets}" ]; then
     for s in train dev; do
-      [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there" >&2; exit 1; }
+      [ -f "${mini_dir}/events/${s}.jsonl" ] || { echo "$0: ${mini_dir}/events/${s}.jsonl not found: the detector is fitted on the event times that chorus-synth nvv writes there (run stage 0$([ "${_mini_sets}" = mini ] && echo ", or give --detector_mini false"))" >&2; exit 1; }
     done
     [ "${_mini_sets}" = corpus ] || log "  --detector_mini true: the mini corpus's exact event times beside the real corpora (${mini_dir})"
     _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
