@@ -12,19 +12,11 @@ import soundfile as sf
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_cases import recipe_copy  # noqa: E402
 from mini_corpus_fixture import noise, tiny_mini_corpus  # noqa: E402
 
 WHISPER = ROOT / "tools" / "models" / "whisper-base"
 YAMNET = ROOT / "tools" / "models" / "yamnet"
-
-
-def recipe_copy(tmp_path: Path, recipe: str = "nvv_asr_en") -> Path:
-    rdir = tmp_path / "egs" / recipe
-    rdir.mkdir(parents=True)
-    for p in (ROOT / "egs" / recipe).iterdir():
-        if p.name in ("cmd.sh", "conf", "db.sh", "local", "path.sh", "run.sh", "utils"):
-            (rdir / p.name).symlink_to(p.resolve())
-    return rdir
 
 
 def run(cmd, cwd, timeout=60):
@@ -48,7 +40,7 @@ def run(cmd, cwd, timeout=60):
     (["--decode_pack", "yes"], "--decode_pack expects true or false"),
 ])
 def test_bad_cascade_options_stop_with_one_message(tmp_path, args, text):
-    r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path))
+    r = run(["./run.sh", "--stop-stage", "0", *args], recipe_copy(tmp_path, "nvv_asr_en"))
     assert r.returncode in (1, 2), r.stdout[-1000:] + r.stderr[-1000:]
     assert text in r.stderr and "Traceback" not in r.stderr
 
@@ -65,7 +57,7 @@ def test_run_sh_defaults_to_the_cascade(recipe):
 def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
     mini = tmp_path / "mini"
     tiny_mini_corpus(mini)
-    rdir = recipe_copy(tmp_path)
+    rdir = recipe_copy(tmp_path, "nvv_asr_en")
     cmd = ["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--nj", "1", "--detector_real", "false",
            "--real_speech", "false", "--detector_heads", "2", "--decode_pack", "true"]
     r = run(cmd, rdir, timeout=600)
@@ -138,7 +130,7 @@ def test_cascade_stages_4_to_8_and_decode_dir(tmp_path):
 def test_cascade_yamnet_detector_stays_selectable(tmp_path):
     mini = tmp_path / "mini"
     tiny_mini_corpus(mini)
-    rdir = recipe_copy(tmp_path)
+    rdir = recipe_copy(tmp_path, "nvv_asr_en")
     r = run(["./run.sh", "--mini_dir", str(mini), "--stage", "1", "--stop-stage", "5", "--nj", "1",
              "--detector_real", "false", "--detector", "yamnet"], rdir, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -18,6 +18,7 @@ from pyutils.nvv_detect.weak_labels import (MAX_TAG_ONLY_S, SkipUtt, WeakLabelEr
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hostile_cases import recipe_copy  # noqa: E402
 from mini_corpus_fixture import tiny_mini_corpus  # noqa: E402
 
 WHISPER = ROOT / "tools" / "models" / "whisper-base"
@@ -163,22 +164,12 @@ def _nonverbaltts(root: Path):
     return truth
 
 
-def _recipe_copy(tmp_path: Path) -> Path:
-    rdir = tmp_path / "egs" / "nvv_asr_en"
-    rdir.mkdir(parents=True)
-    for p in (ROOT / "egs" / "nvv_asr_en").iterdir():
-        if p.name in ("cmd.sh", "conf", "local", "path.sh", "run.sh", "utils"):
-            (rdir / p.name).symlink_to(p.resolve())
-    return rdir
-
-
 @pytest.mark.parametrize("args, text", [
     (["--detector_labels", "maybe"], "--detector_labels must be auto, times or transcript, got 'maybe'"),
     (["--detector_labels", "transcript", "--detector", "yamnet"], "--detector_labels transcript fits the Whisper-frame"),
 ])
 def test_bad_detector_labels_stop_with_one_message(tmp_path, args, text):
-    rdir = _recipe_copy(tmp_path)
-    (rdir / "db.sh").symlink_to((ROOT / "egs" / "nvv_asr_en" / "db.sh").resolve())
+    rdir = recipe_copy(tmp_path, "nvv_asr_en")
     r = subprocess.run(["./run.sh", "--stop-stage", "0", *args], cwd=rdir, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2 and text in r.stderr and "Traceback" not in r.stderr, r.stderr[-1000:]
@@ -190,9 +181,10 @@ def test_recipe_fits_the_detector_on_a_tagged_transcript_corpus(tmp_path):
 
     src = tmp_path / "NonverbalTTS"
     truth = _nonverbaltts(src)
-    rdir = _recipe_copy(tmp_path)
-    # db.sh points at the corpus, as a user's would
+    rdir = recipe_copy(tmp_path, "nvv_asr_en")
+    # db.sh points at the corpus, as a user's would (its own file, not the link to the shared one)
     db = (ROOT / "egs" / "nvv_asr_en" / "db.sh").read_text()
+    (rdir / "db.sh").unlink()
     (rdir / "db.sh").write_text(db.replace("\nNONVERBALTTS=\n", f"\nNONVERBALTTS={src}\n"))
     # the generated corpus's exact event times beside the windows (--detector_mini true): a tiny one given
     mini = tmp_path / "mini"
