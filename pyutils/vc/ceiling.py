@@ -28,12 +28,13 @@ from typing import Dict, List, Optional
 from pyutils.io import atomic_write
 from pyutils.scoring.vc import combine
 from pyutils.vc.evaluate import _read_text, wer_percent
-from pyutils.vc.report import read_components as read_table
+from pyutils.vc.report import read_components
 
 
-def read_components(path: str) -> List[Dict[str, str]]:
-    """Rows of a ``components.tsv`` of :mod:`pyutils.vc.evaluate` (needs the ref_text column)."""
-    rows = read_table(path)
+def read_scored_rows(path: str) -> List[Dict[str, str]]:
+    """Rows of a ``components.tsv`` of :mod:`pyutils.vc.evaluate`, checked for the columns the ceiling needs
+    (ref_text among them)."""
+    rows = read_components(path)
     need = {"utt_id", "sim_ref_out", "sim_src_out", "mos", "wer", "ref_text"}
     if not rows or not need <= set(rows[0]):
         raise ValueError(f"{path}: expected a components.tsv with columns {', '.join(sorted(need))}")
@@ -73,7 +74,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--output-json", default=None)
     args = ap.parse_args(argv)
     try:
-        rows = read_components(args.components)
+        rows = read_scored_rows(args.components)
         judge = _read_text(args.judge_sources)
         res = ceiling(rows, judge, args.target)
     except (OSError, ValueError, KeyError) as exc:
