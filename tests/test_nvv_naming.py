@@ -59,6 +59,17 @@ def test_heads_matrix_flat_rows_for_events_without_probs():
     assert heads_matrix([{}, {}], TAGS) is None
 
 
+def test_fit_separates_classes():
+    from pyutils.nvv_detect.naming import fit
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 600)
+    X = np.array([[0, 0, 0], [3, 0, 0], [0, 3, 0]])[y] + rng.normal(size=(600, 3))
+    W, b, mu, sigma = fit(X, y, 3, l2=1e-3)
+    assert ((((X - mu) / sigma) @ W + b).argmax(axis=1) == y).mean() > 0.85
+    assert np.abs(fit(X, y, 3, l2=1.0)[0]).sum() < np.abs(W).sum()      # a stronger L2 shrinks the weights
+
+
 def test_fitted_namer_round_trip_and_bad_files(tmp_path):
     n = Namer(TAGS, a_h=0.1, min_prob=0.3, W=np.eye(6, 3), b=np.zeros(3), mu=np.zeros(6), sigma=np.ones(6))
     n.save(tmp_path / "namer.npz")

@@ -295,13 +295,28 @@ def name_events(namer: Namer, evidence: Evidence, audio: np.ndarray, events: Lis
     return out
 
 
-def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float) -> tuple:
-    """Multinomial logistic regression on standardised ``X`` by L-BFGS: ``(W, b, mu, sigma)``
-    (:func:`pyutils.nvv_detect.yamnet_detector.fit`; no class subsampled)."""
-    from pyutils.nvv_detect.yamnet_detector import fit as fit_lr
+def fit(X: np.ndarray, y: np.ndarray, n_classes: int, l2: float, max_iter: int = 300) -> tuple:
+    """Multinomial logistic regression on standardised ``z = (x - mu) / sigma`` by L-BFGS (scipy):
+    ``(W, b, mu, sigma)`` minimising ``-mean_n log softmax(z_n W + b)_{y_n} + (l2 / 2) ||W||^2``."""
+    from scipy.optimize import minimize
 
-    W, b, mu, sigma, _ = fit_lr(X, y, n_classes, l2, max_none=len(y))
-    return W, b, mu, sigma
+    mu, sigma = X.mean(axis=0), X.std(axis=0) + 1e-3
+    Z = (X - mu) / sigma
+    n, d = Z.shape
+    Y = np.zeros((n, n_classes))
+    Y[np.arange(n), y] = 1.0
+
+    def loss(theta):
+        W, b = theta[: d * n_classes].reshape(d, n_classes), theta[d * n_classes:]
+        a = Z @ W + b
+        logp = a - _lse(a)
+        G = (np.exp(logp) - Y) / n
+        val = -(logp * Y).sum() / n + 0.5 * l2 * (W * W).sum()
+        return val, np.concatenate([(Z.T @ G + l2 * W).ravel(), G.sum(axis=0)])
+
+    res = minimize(loss, np.zeros(d * n_classes + n_classes), jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter})
+    return res.x[: d * n_classes].reshape(d, n_classes), res.x[d * n_classes:], mu, sigma
 
 
 def labelled_clips(data_dirs: Sequence[Path], tags: Sequence[str]):
