@@ -24,8 +24,6 @@ setup(
     version="0.1.0",
     description="Kaldi/ESPnet-style recipes for NVV ASR/TTS, SQA and Vietnamese VC",
     packages=find_packages(include=["pyutils", "pyutils.*"]),
-    # the shipped NVV detector (non-pickle .npz, checked against its .sha256 when loaded)
-    package_data={"pyutils.nvv_detect": ["nvv_detector.npz", "nvv_detector.npz.sha256"]},
     python_requires=">=3.10",
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
 )

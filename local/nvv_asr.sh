@@ -6,8 +6,8 @@
 #   5 train    6 decode      7 score + RESULTS.md       8 package submission
 # --asr_method cascade (the default of egs/nvv_asr_{en,zh}/run.sh; stages 3-6 in
 # local/nvv_asr_cascade.sh): 2 dumps the test sets only, 3 not used, 4 detector features of
-# the corpus (Whisper-encoder frames; --detector yamnet: YAMNet), 5 fit the NVV detector,
-# 6 detector events + frozen Whisper text -> tagged text.
+# the corpus (Whisper-encoder frames), 5 fit the NVV detector, 6 detector events + frozen
+# Whisper text -> tagged text.
 # Every stage is resumable; every Python step logs (<exp>/log/<step>.log, the set's log/,
 # ESPnet's own logdir/), and a failure prints "stage N failed at nvv_asr.sh:<line>" and the
 # log to read (utils/stage_prelude.sh); wall/CPU time per stage: <expdir>/stage_times.tsv.

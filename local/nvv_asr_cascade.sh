@@ -5,19 +5,18 @@
 #     and dev splits (exact event times: CORPUS/events/<split>.jsonl), the real-NVV train/dev
 #     sets of pyutils.nvv_detect.devset when installed, with DEEPLY_NVV in db.sh the Deeply NVV
 #     clips of its train/dev speakers spliced the same way (<corpus_dir>/deeply_nvv/real_{train,dev},
-#     feature sets deeply_{train,dev}); --detector whisper: frozen Whisper
-#     encoder frames (pyutils.nvv_detect.whisper_frames, feats/wf_<set>.<part>.npz), yamnet: YAMNet
-#     patches (pyutils.nvv_detect.yamnet_features, feats/<set>.<part>.npz)
+#     feature sets deeply_{train,dev}): frozen Whisper encoder frames
+#     (pyutils.nvv_detect.whisper_frames, feats/wf_<set>.<part>.npz)
 #     (--nj jobs per set; verified markers); --detector_labels transcript (auto: with real corpora): the
 #     train/dev sets' tagged transcripts give each tag a time window (frozen Whisper forced to the text,
 #     pyutils.nvv_detect.weak_labels -> feats/weak_corpus_{train,dev}/windows.jsonl), the features of those
 #     utterances carry the windows; with real corpora, --detector_mini true (default) adds the mini corpus's
 #     train/dev splits with their exact event times (feature sets mini_{train,dev})
-#   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads;
-#     yamnet: pyutils.nvv_detect.yamnet_detector, also per-tag sources)
+#   5 fit the detector on the train sets, thresholds on the dev sets (pyutils.nvv_detect.frame_heads)
 #     -> <asr_exp>/nvv_detector.npz (+ .sha256, detector_report.json);
-#     --detector_labels transcript: --labels spans (each tag window taken as the sound's span); with real corpora, --detector_labels
-#     times, --detector_mini false and no real-NVV sets: the shipped detector;
+#     --detector_labels transcript: --labels spans (each tag window taken as the sound's span); no
+#     train or dev set to fit on (real corpora with --detector_labels times and --detector_mini false,
+#     no real-NVV sets, no DEEPLY_NVV; or stage 4 not run): an error saying what to give;
 #     --skip_train true: no stages 4-5 (--asr_exp names a fitted cascade exp dir)
 #   6 per test set: detector events (pyutils.nvv_detect.detect) -> frozen Whisper base
 #     text with word times, NVV words, events placed by time (pyutils.asr.cascade) ->
@@ -32,7 +31,6 @@
 _featdir=${asr_exp}/feats
 _det=${asr_exp}/nvv_detector.npz
 _namer_file=${asr_exp}/nvv_namer.npz
-_shipped_det=${_chorus_root}/pyutils/nvv_detect/nvv_detector.npz
 _nj_det=$(min "${nj}" 4)
 
 # ---------------------------------------------------------------- stage 3
@@ -41,9 +39,7 @@ if in_stage 3 "tokens"; then
 fi
 
 # ---------------------------------------------------------------- stage 4
-# feats_set NAME SIG ARGS...: YAMNet features of one set in ${_nj_det} parts, ${_featdir}/NAME.<part>.npz;
-# frames_set NAME SIG ARGS...: Whisper-encoder frames (--detector whisper), ${_featdir}/wf_NAME.<part>.npz.
-feats_set() { _cached_set "$1" "$2" pyutils.nvv_detect.yamnet_features "${@:3}"; }
+# frames_set NAME SIG ARGS...: Whisper-encoder frames of one set in ${_nj_det} parts, ${_featdir}/wf_NAME.<part>.npz.
 frames_set() { _cached_set "wf_$1" "$2 layers=${detector_layers}" pyutils.nvv_detect.whisper_frames "${@:3}" --layers "${detector_layers}"; }
 _cached_set() {
   local name=$1 sig=$2 module=$3; shift 3
@@ -73,21 +69,16 @@ weak_set() {
   stage_mark "${out}/.weak.done" --sig "${sig}" --dir "${out}"
   log "  $(grep -h '^nvv_detect.weak_labels: ' "${_featdir}/log/weak_${name}.log")"
 }
-# detector_sets SET SIG ARGS...: the features the chosen --detector reads
-detector_sets() {
-  if [ "${detector}" = yamnet ]; then feats_set "$@"; else frames_set "$@"; fi
-}
-
 # the labels: exact event times (the mini corpus) or tag windows from tagged transcripts (real corpora)
 _det_labels=${detector_labels}
 if [ "${_det_labels}" = auto ]; then
   _det_labels=times
-  [ "${use_mini}" != true ] && [ "${detector}" != yamnet ] && _det_labels=transcript
+  [ "${use_mini}" = true ] || _det_labels=transcript
 fi
 
 _use_real=false
 if [ "${detector_real}" != false ]; then
-  if _why=$(python -m pyutils.nvv_detect.yamnet_features --check-devset 2>&1); then
+  if _why=$(python -m pyutils.nvv_detect.devset --check 2>&1); then
     _use_real=true
   elif [ "${detector_real}" = true ]; then
     echo "$0: --detector_real true, but the real-NVV set material is missing: ${_why}" >&2; exit 1
@@ -95,7 +86,7 @@ if [ "${detector_real}" != false ]; then
 fi
 
 if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
-  log "stage 4: ${detector} features of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
+  log "stage 4: Whisper-encoder frames of the NVV detector's train/dev sets -> ${_featdir} (${_nj_det} jobs per set)"
   mkdir -p "${_featdir}/log"
   if [ "${_det_labels}" = transcript ]; then
     # tagged transcripts without times: each tag's window from frozen Whisper forced to the transcript
@@ -105,7 +96,7 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
     weak_set corpus_train "${_wtr}" --max-utts "${detector_train_utts}"
     weak_set corpus_dev "${_wdv}"
     for s in train dev; do
-      detector_sets "corpus_${s}" "$(cat "${_featdir}/weak_corpus_${s}/"{wav.scp,windows.jsonl} | md5sum | cut -d' ' -f1)" \
+      frames_set "corpus_${s}" "$(cat "${_featdir}/weak_corpus_${s}/"{wav.scp,windows.jsonl} | md5sum | cut -d' ' -f1)" \
         --weak-dir "${_featdir}/weak_corpus_${s}"
     done
   elif [ "${use_mini}" = false ] && [ "${mini_for_detector}" = false ]; then
@@ -122,13 +113,13 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
     [ "${_mini_sets}" = corpus ] || log "  --detector_mini true: the mini corpus's exact event times beside the real corpora (${mini_dir})"
     _sig_tr=$(cat "${mini_dir}/data/train/wav.scp" "${mini_dir}/events/train.jsonl" | md5sum | cut -d' ' -f1)
     _sig_dv=$(cat "${mini_dir}/data/dev/wav.scp" "${mini_dir}/events/dev.jsonl" | md5sum | cut -d' ' -f1)
-    detector_sets "${_mini_sets}_train" "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
-    detector_sets "${_mini_sets}_dev" "${_sig_dv}" --corpus "${mini_dir}" --split dev
+    frames_set "${_mini_sets}_train" "${_sig_tr}" --corpus "${mini_dir}" --split train --max-utts "${detector_train_utts}"
+    frames_set "${_mini_sets}_dev" "${_sig_dv}" --corpus "${mini_dir}" --split dev
   fi
   if [ "${_use_real}" = true ]; then
     _sig_real=$(md5sum < "${_chorus_root}/conf/nvv_detect_speech.json" | cut -d' ' -f1)
-    detector_sets real_train "${_sig_real}" --devset-split train --variants 12
-    detector_sets real_dev "${_sig_real}" --devset-split dev --variants 6
+    frames_set real_train "${_sig_real}" --devset-split train --variants 12
+    frames_set real_dev "${_sig_real}" --devset-split dev --variants 6
   else
     log "  real-NVV sets not used (--detector_real ${detector_real}; material: make -C tools real_speech nvv_bank)"
   fi
@@ -142,7 +133,7 @@ if [ "${skip_train}" != true ] && in_stage 4 "detector features"; then
         stage_mark "${_deeply}/.real_${s}.done" --sig "${_sig_dn}" --dir "${_deeply}/real_${s}"
       fi
       log "  $(grep -h '^nvv_detect.devset: ' "${_featdir}/log/deeply_real_${s}.log" || echo "${_deeply}/real_${s}")"
-      detector_sets "deeply_${s}" "$(md5sum < "${_deeply}/real_${s}/events.jsonl" | cut -d' ' -f1)" --data-dir "${_deeply}/real_${s}"
+      frames_set "deeply_${s}" "$(md5sum < "${_deeply}/real_${s}/events.jsonl" | cut -d' ' -f1)" --data-dir "${_deeply}/real_${s}"
     done
   fi
 fi
@@ -150,43 +141,43 @@ fi
 # ---------------------------------------------------------------- stage 5
 if [ "${skip_train}" != true ] && in_stage 5 "train detector"; then
   mkdir -p "${asr_exp}/log"
-  _train=() _dev=() _p=
-  [ "${detector}" = yamnet ] || _p=wf_
+  _train=() _dev=()
   _sets=(corpus real deeply)
   [ "${mini_for_detector}" = true ] && _sets+=(mini)
   for n in "${_sets[@]}"; do
-    for f in "${_featdir}/${_p}${n}"_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
-    for f in "${_featdir}/${_p}${n}"_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
+    for f in "${_featdir}/wf_${n}"_train.*.npz; do [ -f "${f}" ] && _train+=(--train-feats "${f}"); done
+    for f in "${_featdir}/wf_${n}"_dev.*.npz; do [ -f "${f}" ] && _dev+=(--dev-feats "${f}"); done
   done
   if [ ${#_train[@]} -eq 0 ] || [ ${#_dev[@]} -eq 0 ]; then
-    log "stage 5: no detector training sets ($(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files): the shipped detector ${_shipped_det}"
-    _sig="shipped $(cat "${_shipped_det}.sha256")"
-  else
-    log "stage 5: fit the NVV detector (--detector ${detector}) on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
-    if [ "${detector}" = yamnet ]; then
-      _det_mod=pyutils.nvv_detect.yamnet_detector _det_args=(--l2 "${detector_l2}")
-      [ "${detector_embed}" = true ] && _det_args+=(--embed)
+    _have="$(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files in ${_featdir}"
+    if [ "${use_mini}" = false ] && [ "${_det_labels}" = times ] && [ "${mini_for_detector}" = false ] \
+       && [ "${_use_real}" = false ] && [ -z "${DEEPLY_NVV:-}" ]; then
+      echo "$0: stage 5: nothing to fit the NVV detector on (${_have}): the real corpora (${corpora}) have no NVV" \
+        "event times (--detector_labels times), --detector_mini is false, the real-NVV sets are not installed" \
+        "(--detector_real ${detector_real}; make -C tools real_speech nvv_bank) and DEEPLY_NVV is not set in db.sh:" \
+        "give --detector_labels transcript (tag windows from the corpora's tagged transcripts) or --detector_mini true" \
+        "(the mini corpus's exact event times)" >&2
     else
-      _det_mod=pyutils.nvv_detect.frame_heads _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
-      [ "${_det_labels}" = transcript ] && _det_args+=(--labels spans)
+      echo "$0: stage 5: the NVV detector needs at least one train and one dev set, found ${_have}: run stage 4" \
+        "first (--stage 4)" >&2
     fi
-    _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) ${detector} ${_det_args[*]} ${detector_args}"
+    exit 1
   fi
+  log "stage 5: fit the NVV detector on $(( ${#_train[@]} / 2 )) train / $(( ${#_dev[@]} / 2 )) dev feature files -> ${_det}"
+  _det_args=(--threads "$(min "${nj}" 2)" --heads "${detector_heads}")
+  [ "${_det_labels}" = transcript ] && _det_args+=(--labels spans)
+  # (the signature keeps the word "whisper", the former --detector value, so that exps fitted before stay valid)
+  _sig="$(cat "${_featdir}"/*.npz.sha256 | md5sum | cut -d' ' -f1) whisper ${_det_args[*]} ${detector_args}"
   _trained=("${_det}" "${_det}.sha256" "${asr_exp}/recipe_options.sh")
   if stage_done "${asr_exp}/.train.done" --sig "${_sig}"; then
     log "  ${_det} is fitted, skipping (remove ${asr_exp}/.train.done to fit again)"
   else
     rm -f "${asr_exp}/.train.done"
-    if [[ "${_sig}" == shipped* ]]; then
-      cp "${_shipped_det}" "${_det}.tmp" && mv "${_det}.tmp" "${_det}"
-      cp "${_shipped_det}.sha256" "${_det}.sha256"
-    else
-      log "  log: ${asr_exp}/log/train_detector.log"
-      ${train_cmd} "${asr_exp}/log/train_detector.log" \
-        python -m "${_det_mod}" "${_train[@]}" "${_dev[@]}" "${_det_args[@]}" --out "${_det}" \
-          --report "${asr_exp}/detector_report.json" ${detector_args}
-      grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
-    fi
+    log "  log: ${asr_exp}/log/train_detector.log"
+    ${train_cmd} "${asr_exp}/log/train_detector.log" \
+      python -m pyutils.nvv_detect.frame_heads "${_train[@]}" "${_dev[@]}" "${_det_args[@]}" --out "${_det}" \
+        --report "${asr_exp}/detector_report.json" ${detector_args}
+    grep -h 'dev micro' "${asr_exp}/log/train_detector.log" | sed 's/^/  /' || true
     # Options a later decode needs (parsed, never sourced, by pyutils.asr.decode_dir).
     printf 'lang=%s\nasr_method=cascade\nwhisper_model=%s\n' "${lang}" "${whisper_model:-base}" \
       > "${asr_exp}/recipe_options.sh"

@@ -45,26 +45,21 @@ bpe_model_type=bpe       # sentencepiece model type: bpe|unigram
 asr_method=espnet        # espnet: an ESPnet model (conformer from scratch, or --whisper true: Whisper fine-tuned);
                          # cascade: frozen Whisper base text + an NVV detector fitted on the corpus, tags
                          # placed by time (pyutils.asr.cascade; en, zh; the default of egs/nvv_asr_{en,zh}/run.sh)
-detector=whisper         # cascade: the NVV detector: whisper (a conv head on frozen Whisper base encoder frames,
-                         # pyutils.nvv_detect.frame_heads) | yamnet (softmax regression on YAMNet patches,
-                         # pyutils.nvv_detect.yamnet_detector)
-detector_layers=5        # cascade, --detector whisper: the encoder blocks whose states the head reads
+detector_layers=5        # cascade: the frozen Whisper base encoder blocks whose states the NVV detector's conv heads read
+                         # (pyutils.nvv_detect.frame_heads)
 detector_train_utts=0    # cascade: corpus train utterances the detector is fitted on (0: all)
 detector_labels=auto     # cascade: the detector's labels: times (exact event times, the mini corpus's events/) |
                          # transcript (tag windows from the train/dev sets' tagged transcripts, frozen Whisper forced
                          # to each, pyutils.nvv_detect.weak_labels; fitted as the sounds' spans); auto: times for the mini corpus, transcript for
-                         # real corpora (--corpus NAME; --detector whisper)
+                         # real corpora (--corpus NAME)
 detector_mini=true       # cascade, real corpora (--corpus NAME): also fit the detector on the generated mini corpus's
                          # exact event times (made in stage 0, or --mini_dir); false: the real corpora's tag windows alone
 detector_real=auto       # cascade: also fit/tune on the real-NVV sets (pyutils.nvv_detect.devset): auto (when
                          # tools/models/{real_speech,nvv_bank} are installed) | true | false
-detector_embed=true      # cascade, --detector yamnet: the 1024-d YAMNet embeddings beside the logits as detector features (measured
-                         # on the en mini test: Track1Score 56.74 -> 64.84, real-NVV test 49.14 -> 59.77)
-detector_l2=0.1          # cascade, --detector yamnet: L2 weight of the detector's softmax regression
-detector_heads=3         # cascade, --detector whisper: an ensemble of N conv heads (seeds 0, 1000, ...), their
+detector_heads=3         # cascade: an ensemble of N conv heads (seeds 0, 1000, ...), their
                          # per-frame posteriors averaged; 12 epochs shared among them (12/N each: the cost of one head;
                          # >= 100 steps per head on a small corpus: the ci preset's heads get 12 epochs)
-detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads / .yamnet_detector (e.g. "--real-weight 8")
+detector_args=           # cascade: extra arguments of pyutils.nvv_detect.frame_heads (e.g. "--real-weight 8")
 nvv_naming=true          # cascade: name each detected event from YAMNet + Whisper's subtitle labels + the heads
                          # (pyutils.nvv_detect.naming; a namer fitted in stage 5 on real labelled sounds: DEEPLY_NVV's
                          # train speakers, a real corpus's tag windows; else the zero-shot fusion); false: the detector's tags
@@ -100,8 +95,8 @@ Usage: $0 [options]   (run from a recipe dir through its run.sh)
 
 NVV-aware ASR recipe, stages 0-8 (--asr_method espnet: the ESPnet stages below;
 --asr_method cascade: 2 dump of the test sets, 3 not used, 4 detector features of the corpus
-(frozen Whisper encoder frames; --detector yamnet: YAMNet patches), 5 fit the NVV detector,
-6 detector events + frozen Whisper text -> tagged transcripts):
+(frozen Whisper encoder frames), 5 fit the NVV detector, 6 detector events + frozen Whisper
+text -> tagged transcripts):
   0 corpus (mini corpus, or check the real corpora of --corpus, paths in db.sh)
   1 data prep (Kaldi data dirs; real corpora via chorus-prep)
   2 format: 16 kHz mono dump + utt2dur, too short/long training utts removed
@@ -119,7 +114,7 @@ Examples:
   ./run.sh --stage 5 --ngpu 1 --asr_config conf/tuning/train_asr_conformer_large.yaml
   ./run.sh --asr_method espnet --whisper true   # fine-tune pretrained Whisper base (tags as new tokens)
   ./run.sh --whisper true --whisper_model ~/.cache/hf/faster-whisper-small   # another Whisper
-  ./run.sh --detector yamnet --asr_tag yamnet   # another cascade detector in exp/asr_yamnet
+  ./run.sh --detector_heads 1 --asr_tag heads1  # another cascade detector in exp/asr_heads1
   # decode any Kaldi data dir (wav.scp) with a trained model:
   ./run.sh --stage 2 --stop_stage 6 --test_sets mydata --asr_exp exp/asr_train_asr_default_en_bpe300
 EOF
@@ -138,19 +133,20 @@ check_options() {   # (called by the prelude once the options are parsed)
     fi
   fi
   check_choice asr_method espnet cascade
-  check_choice detector whisper yamnet
   check_match detector_layers '^[1-6](,[1-6])*$' "encoder blocks 1-6 separated by commas"
   check_choice detector_real auto true false
   if [ "${asr_method}" = cascade ]; then
     [ "${whisper}" != true ] || option_error "--whisper true fine-tunes Whisper inside ESPnet: give --asr_method espnet with it (the cascade keeps Whisper frozen)"
     case "${lang}" in en|zh) ;; *) option_error "--asr_method cascade supports --lang en and zh (placement and NVV-word rules), got '${lang}': use --asr_method espnet" ;; esac
     check_match detector_train_utts '^[0-9]+$' "a whole number"
-    check_match detector_l2 '^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$' "a non-negative number"
     check_match detector_heads '^[1-9][0-9]*$' "a whole number >= 1"
     check_choice nvv_naming true false
     check_choice detector_labels auto times transcript
-    if [ "${detector_labels}" = transcript ] && [ "${detector}" = yamnet ]; then
-      option_error "--detector_labels transcript fits the Whisper-frame head: give --detector whisper with it"
+    if [ "${corpus}" != mini ] && [ "${detector_labels}" = times ] && [ "${detector_mini}" = false ] \
+       && [ "${detector_real}" = false ] && [ -z "${DEEPLY_NVV:-}" ] && [ "${skip_train}" != true ]; then
+      option_error "--detector_labels times with real corpora (--corpus ${corpus}; they have no NVV event times)," \
+        "--detector_mini false, --detector_real false and no DEEPLY_NVV in db.sh: the NVV detector has nothing to" \
+        "fit on: give --detector_labels transcript (tag windows from the tagged transcripts) or --detector_mini true"
     fi
   fi
   check_choice token_type bpe char whisper

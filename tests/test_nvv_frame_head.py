@@ -146,7 +146,6 @@ def test_detect_cli_reads_a_frame_model_and_survives_a_broken_file(tmp_path, cap
     arr["layers"] = np.array([5])
     arr["thresholds"] = np.array([1e-6, 1e-6], np.float32)     # every frame active: one event per region
     FrameDetector(arr).save(tmp_path / "det.npz")
-    assert isinstance(detect.load_detector(tmp_path / "det.npz"), FrameDetector)
     x = (np.random.default_rng(0).normal(size=24000) * 0.1).astype(np.float32)
     sf.write(tmp_path / "a.wav", x, 48000)                     # 0.5 s at 48 kHz
     (tmp_path / "b.wav").write_bytes(b"not audio")

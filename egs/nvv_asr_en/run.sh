@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # NVV-aware English ASR (NVVSpeech Challenge Track 1). Default: the cascade (frozen pretrained
 # Whisper base text with word times + an NVV detector on its frozen encoder frames fitted on the
-# corpus, --detector yamnet: on YAMNet patches; tags placed
-# by time); --asr_method espnet: the ESPnet conformer CTC/attention trained from scratch
+# corpus; tags placed by time); --asr_method espnet: the ESPnet conformer CTC/attention trained from scratch
 # (add --whisper true to fine-tune Whisper base instead). All stages live in local/nvv_asr.sh
 # (the cascade's stages 3-6 in local/nvv_asr_cascade.sh); this file names the method, sets,
 # configs and token settings of this recipe. Options given on the command line override these

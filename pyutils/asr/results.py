@@ -175,23 +175,16 @@ def _cascade_lines(exp: str) -> List[str]:
             sha = (f.read().split() or ["?"])[0][:12]
     except OSError:
         pass
-    frames = rep.get("detector") == "whisper_frames"
-    if not rep:
-        fitted = "the shipped model"
-    elif frames:
+    if rep:
         fitted = (f"encoder block(s) {','.join(map(str, rep.get('layers', [])))}; "
                   f"fitted on {rep.get('train_utts')} utterances "
                   f"({rep.get('train_frames')} frames of 40 ms), tuned on {rep.get('dev_utts')} dev utterances "
                   f"({rep.get('real_dev_utts', 0)} real), dev event P/R/F1 {rep.get('dev_micro')}")
     else:
-        fitted = (f"fitted on {rep.get('train_utts')} utterances ({rep.get('train_patches')} patches), tuned on "
-                  f"{rep.get('dev_utts')} dev utterances ({rep.get('real_dev_utts', 0)} real), dev event P/R/F1 "
-                  f"{rep.get('dev_micro')}; tags from the naive AudioSet mapping: "
-                  f"{', '.join(rep.get('naive_tags', [])) or 'none'}")
-    kind = ("NVV detector on frozen Whisper base encoder frames (a 1-D conv head, `pyutils.nvv_detect.frame_heads`)"
-            if frames else "YAMNet NVV detector")
+        fitted = "no detector_report.json"
     return [f"- model: cascade (`--asr_method cascade`): frozen Whisper base text with word times "
-            f"(faster-whisper int8, greedy, VAD, long-form) + {kind} `nvv_detector.npz` "
+            f"(faster-whisper int8, greedy, VAD, long-form) + NVV detector on frozen Whisper base encoder frames "
+            f"(a 1-D conv head, `pyutils.nvv_detect.frame_heads`) `nvv_detector.npz` "
             f"(sha256 {sha}...; {fitted}); events placed at the nearest word/character boundary by time",
             "- decoding: `pyutils.nvv_detect.detect` -> " + _naming_step(exp) + "`pyutils.asr.cascade --events`"]
 

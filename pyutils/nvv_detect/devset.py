@@ -2,6 +2,7 @@
 
     python -m pyutils.nvv_detect.devset --split dev --out data/nvv_real_dev
     python -m pyutils.nvv_detect.devset --split test --out data/nvv_real_test
+    python -m pyutils.nvv_detect.devset --check     # exit 0 when its material is installed, else 3 and why
 
 Speech: the real talkers of ``tools/models/real_speech`` (``make -C tools real_speech``),
 cut into segments in pauses between words; ``conf/nvv_detect_speech.json`` gives each
@@ -12,7 +13,7 @@ base's transcript (faster-whisper int8, greedy, word timestamps), stored in that
 NVVs: the recorded clips of ``tools/models/nvv_bank`` of the same split (``dev`` or
 ``test``; talker groups disjoint from ``train``, see :mod:`pyutils.synth.nvv_bank`), i.e.
 laugh, cough, moan, hum and gasp. No other tag has a recording, so no other tag is in
-these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.yamnet_detector`)
+these sets. The ``train`` split (detector training only, :mod:`pyutils.nvv_detect.frame_heads`)
 cycles through all 16 tags with :func:`pyutils.synth.nvv_bank_index.event_sound`: a bank train
 clip (speed-perturbed) where the bank has the tag, the generated sound otherwise.
 
@@ -307,8 +308,11 @@ def write(utts: List[dict], out: Path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=SPLITS, required=True)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 0 if the material of the sets (tools/models/real_speech, nvv_bank) is installed, "
+                         "else 3 with the reason (the cascade recipe's --detector_real auto)")
+    ap.add_argument("--split", choices=SPLITS)
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--variants", type=int, default=None,
                     help="utterances per speech segment (first: no event); default 6, with --clips-from "
                          "as many as use every clip once")
@@ -316,8 +320,20 @@ def main(argv=None) -> int:
                     help="take the NVVs from a chorus-prep output with event spans (chorus-prep deeply_nvv): "
                          "the clips of its --split, for any split (train included)")
     a = ap.parse_args(argv)
+    if not a.check and (a.split is None or a.out is None):
+        ap.error("--split and --out are required (or --check)")
     from pyutils.synth.nvv_bank import BankError
 
+    if a.check:
+        try:
+            for split in ("train", "dev"):
+                segments(split)
+                bank_clips(split)
+        except (DevsetError, BankError, OSError, ValueError) as e:
+            print(f"nvv_detect.devset: error: {e}", file=sys.stderr)
+            return 3
+        print("nvv_detect.devset: the real-NVV set material is installed")
+        return 0
     try:
         if a.clips_from:
             utts = build_with_clips(a.split, prep_clips(a.clips_from, a.split), a.variants or 0)

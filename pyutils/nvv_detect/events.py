@@ -4,18 +4,12 @@ Event rows are the ``--events`` input of the Track 1 cascade
 (``pyutils.asr.cascade``): ``{"utt_id", "tag", "start", "end", "score"}`` in seconds,
 ``tag`` one of the 16 challenge tags.
 
-Frames to events (:func:`frames_to_events`): patch ``i`` (start ``t_i``, 0.96 s long,
-centre ``c_i = t_i + 0.48``) has per-tag probabilities ``p_i(tag)`` and per-tag
-thresholds ``theta(tag)``; it is active when ``max_tag p_i(tag) / theta(tag) >= 1``. A region of
-consecutive active patches of at most ``MERGE_PATCHES`` (4: about 1.7 s) is one event of the
-tag with the largest ``sum_i p_i(tag) / theta(tag)`` (one laugh is not cut into laugh, cough,
-laugh); a longer region is cut into runs of the same ``argmax_tag p_i / theta``. An event has
-centre ``c = sum_i p_i c_i / sum_i p_i`` (probability-weighted), half-width
-``max(0.15, 0.12 n)`` s for ``n`` patches, ``score = max_i p_i``.
+Frames to events (:func:`frame_runs_to_events`): per-frame tag posteriors and per-tag
+thresholds -> runs of active frames with their own onsets and offsets.
 
 Matching (:func:`match_counts`): per utterance and tag, predicted and reference events
 are paired one to one, best score first, when their intervals overlap or their centres
-are at most ``tol`` s apart (0.5 s: half a YAMNet patch); TP = pairs, FP = unpaired
+are at most ``tol`` s apart (0.5 s); TP = pairs, FP = unpaired
 predictions, FN = unpaired references; ``P = TP/(TP+FP)``, ``R = TP/(TP+FN)``,
 ``F1 = 2PR/(P+R)`` (0 when a denominator is 0).
 """
@@ -29,44 +23,7 @@ from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
-PATCH_S = 0.96
-MERGE_PATCHES = 4
 TOL_S = 0.5
-
-
-def frames_to_events(utt_id: str, starts: np.ndarray, probs: np.ndarray, tags: Sequence[str],
-                     thresholds: Sequence[float]) -> List[dict]:
-    """Per-patch probabilities ``(N, T)`` over ``tags`` -> event rows (see the module docstring)."""
-    if len(starts) == 0:
-        return []
-    ratio = probs / np.maximum(np.asarray(thresholds, dtype=np.float64), 1e-9)[None, :]
-    active = ratio.max(axis=1) >= 1.0
-    label = np.where(active, ratio.argmax(axis=1), -1)
-    centres = np.asarray(starts, dtype=np.float64) + PATCH_S / 2
-    out, i = [], 0
-    while i < len(label):
-        if label[i] < 0:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(label) and label[j + 1] >= 0:
-            j += 1
-        if j - i + 1 <= MERGE_PATCHES:          # one short region: one event, its dominant tag
-            runs = [(i, j, int(ratio[i:j + 1].sum(axis=0).argmax()))]
-        else:
-            runs, a = [], i
-            for b in range(i, j + 1):
-                if b == j or label[b + 1] != label[a]:
-                    runs.append((a, b, int(label[a])))
-                    a = b + 1
-        for a, b, k in runs:
-            p = probs[a:b + 1, k]
-            c = float((p * centres[a:b + 1]).sum() / max(p.sum(), 1e-12))
-            half = max(0.15, 0.12 * (b - a + 1))
-            out.append({"utt_id": utt_id, "tag": tags[k], "start": round(max(0.0, c - half), 3),
-                        "end": round(c + half, 3), "score": round(float(p.max()), 4)})
-        i = j + 1
-    return out
 
 
 def read_events(path: str) -> Dict[str, List[dict]]:

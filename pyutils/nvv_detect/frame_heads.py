@@ -1,10 +1,10 @@
 """NVV detector on frozen Whisper-encoder frames: a small dilated 1-D conv head, per-frame tag
-posteriors, events from runs of frames (``--detector whisper`` of ``local/nvv_asr.sh``).
+posteriors, events from runs of frames (the detector of ``local/nvv_asr.sh --asr_method cascade``).
 
     python -m pyutils.nvv_detect.frame_heads --train-feats feats/wf_corpus_train.1.npz ... \\
         --dev-feats feats/wf_corpus_dev.1.npz ... \\
         --out exp/.../nvv_detector.npz [--report detector_report.json]
-    python -m pyutils.nvv_detect.detect --model exp/.../nvv_detector.npz ...   (either kind of model)
+    python -m pyutils.nvv_detect.detect --model exp/.../nvv_detector.npz ...
 
 Input per 40 ms frame ``f`` (:mod:`pyutils.nvv_detect.whisper_frames`): the pooled states ``x_f`` of
 the chosen encoder blocks. Standardised, ``z_f = (x_f - mu) / sigma``.
@@ -18,7 +18,7 @@ Fit: minimise ``-sum_f w_f log P(y_f | f) / sum_f w_f`` by Adam (``EPOCHS`` pass
 ``BATCH`` utterances sorted by length, dropout ``DROPOUT`` on input and hidden layers, weight
 decay, seed 0); ``y_f``: the tag of the event holding the frame's centre, else ``none``
 (:func:`pyutils.nvv_detect.whisper_frames.frame_labels`); ``w_f`` = ``real_weight`` (4) on frames of real
-talkers, 1 on corpus frames, as :mod:`pyutils.nvv_detect.yamnet_detector` weights patches.
+talkers, 1 on corpus frames.
 Tag windows from tagged transcripts (:mod:`pyutils.nvv_detect.weak_labels`): ``--labels spans``
 takes each window as the sound's span (the frame cross-entropy above; the recipe's
 ``--detector_labels transcript``).
@@ -39,7 +39,9 @@ Model file: one ``.npz`` of plain arrays beside ``<file>.sha256`` (``kind`` = ``
 ``dilations``, ``w0..w3``, ``b0..b3``; an ensemble adds ``heads`` = N and heads 2..N as
 ``h<j>_w0..h<j>_b3``, j = 1..N-1: a file without ``heads`` is one head); loading checks the
 SHA-256, nothing is unpickled. A file with ``yamnet`` = 1 (YAMNet logits beside the frames, the
-unadopted ``--detector whisper_yamnet``, removed after commit 9e77449) is refused.
+unadopted ``--detector whisper_yamnet``, removed after commit 9e77449) is refused, and so is a
+file of the YAMNet-patch detector (``feature_ids``; ``--detector yamnet``, not adopted, removed
+after commit c9e6e28).
 """
 
 from __future__ import annotations
@@ -81,12 +83,17 @@ class FrameDetector:
     def __init__(self, arrays: Dict[str, np.ndarray], path: str = "<memory>"):
         need = ("kind", "classes", "thresholds", "mu", "sigma", "layers", "frame_s", "dilations")
         missing = [k for k in need if k not in arrays]
+        if "kind" not in arrays and "feature_ids" in arrays:
+            raise DetectorError(f"{path}: a YAMNet-patch detector (--detector yamnet, not adopted and removed after "
+                                "commit c9e6e28): fit a Whisper-frame detector (stage 5 of local/nvv_asr.sh "
+                                "--asr_method cascade), or read it with that commit's code")
         if missing or str(arrays.get("kind")) != KIND:
             raise DetectorError(f"{path}: not a Whisper-frame detector (arrays {missing} missing)")
         if "yamnet" in arrays and int(arrays["yamnet"]):
             raise DetectorError(f"{path}: a Whisper-frame detector with YAMNet logits beside the frames "
                                 "(--detector whisper_yamnet, not adopted and removed after commit 9e77449): fit it "
-                                "again with --detector whisper, or read it with that commit's code")
+                                "again (stage 5 of local/nvv_asr.sh --asr_method cascade), or read it with that "
+                                "commit's code")
         self.classes = [str(c) for c in arrays["classes"]]
         self.thresholds = arrays["thresholds"].astype(np.float64)
         self.mu, self.sigma = arrays["mu"].astype(np.float32), arrays["sigma"].astype(np.float32)

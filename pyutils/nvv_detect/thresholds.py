@@ -1,4 +1,4 @@
-"""Per-tag thresholds and per-tag sources of the NVV detectors, chosen on the dev sets.
+"""Per-tag thresholds of the NVV detector, chosen on the dev sets.
 
 Thresholds (:func:`coordinate_ascent`): coordinate ascent over tags (two sweeps over the grid
 ``GRID`` = 0.10..0.90, step 0.05) of the micro event F1 of
@@ -6,11 +6,7 @@ Thresholds (:func:`coordinate_ascent`): coordinate ascent over tags (two sweeps 
 positives and misses summed over tags); a tag with no dev event keeps 0.5; of equal scores
 the lower threshold wins. ``tune_on="all"``: every tag on all dev utterances; ``"split"``: a
 tag with events in the real dev utterances (ids in ``real_dev``) is tuned on those alone, any
-other tag on the rest (the corpus dev split).
-
-Sources (:func:`choose_sources`, the YAMNet detector): per tag, the naive zero-shot mapping
-replaces the classifier where its event F1 on the same dev utterances is higher. Never tuned
-on a test set.
+other tag on the rest (the corpus dev split). Never tuned on a test set.
 """
 
 from __future__ import annotations
@@ -19,38 +15,9 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from pyutils.nvv_detect.events import frames_to_events, match_counts, micro, prf
+from pyutils.nvv_detect.events import match_counts, micro
 
 GRID = np.round(np.arange(0.10, 0.901, 0.05), 2)
-
-
-def choose_sources(det, dev, naive: Dict[str, np.ndarray], real_dev: Sequence[str],
-                   tune_on: str = "split") -> Dict[str, list]:
-    """Per tag of the YAMNet detector ``det``: the naive mapping replaces the classifier when its
-    event F1 on the tag's dev utterances (real dev for the recorded tags, else the corpus dev) is
-    higher. Sets ``det.naive_tags``; returns ``{tag: [F1 model, F1 naive]}``."""
-    from pyutils.nvv_detect.yamnet_features import NAIVE_THRESHOLD
-
-    ref = {u: ev for u, _, _, ev in dev}
-    real = [u for u in ref if u in set(real_dev)]
-    synth = [u for u in ref if u not in set(real_dev)]
-    real_tags = {e["tag"] for u in real for e in ref[u]}
-    tags = det.tags
-    det.naive_tags = np.zeros(len(tags), dtype=bool)
-    model_hyp = {u: det.events(u, t, f) for u, t, f, _ in dev}
-    chosen = np.zeros(len(tags), dtype=bool)
-    choice = {}
-    for j, tag in enumerate(tags):
-        utts = list(ref) if tune_on == "all" else real if tag in real_tags else synth
-        keep = set(utts)
-        mc = match_counts(ref, {u: h for u, h in model_hyp.items() if u in keep}, utts).get(tag)
-        nc = match_counts(ref, {u: frames_to_events(u, t, naive[u][:, [j]], [tag], [NAIVE_THRESHOLD])
-                                for u, t, _, _ in dev if u in keep}, utts).get(tag)
-        f_m, f_n = prf(*(mc or [0, 0, 0]))[2], prf(*(nc or [0, 0, 0]))[2]
-        choice[tag] = [round(f_m, 3), round(f_n, 3)]
-        chosen[j] = f_n > f_m
-    det.naive_tags = chosen
-    return choice
 
 
 def coordinate_ascent(probs: Sequence[Tuple[str, np.ndarray, np.ndarray]], ref: Dict[str, List[dict]],

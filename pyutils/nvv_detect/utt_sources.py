@@ -1,8 +1,7 @@
 """The utterances the NVV detectors are fitted, tuned and run on.
 
 Sources of ``(utt_id, audio, sr, events)`` (:func:`add_utt_source_args` / :func:`utts_from_args`:
-the options of :mod:`pyutils.nvv_detect.yamnet_features` and
-:mod:`pyutils.nvv_detect.whisper_frames`): a ``chorus-synth nvv`` corpus split
+the options of :mod:`pyutils.nvv_detect.whisper_frames`): a ``chorus-synth nvv`` corpus split
 (``CORPUS/data/<split>/wav.scp`` with the exact event times of ``CORPUS/events/<split>.jsonl``),
 the real-speech utterances of :func:`pyutils.nvv_detect.devset.build`, a data dir written by
 :func:`pyutils.nvv_detect.devset.write` (``wav.scp`` + ``events.jsonl``), or one of tag windows
@@ -123,8 +122,8 @@ def weak_dir_utts(d: Path) -> Iterator[Tuple[str, np.ndarray, int, List[dict]]]:
 
 
 def add_utt_source_args(ap: argparse.ArgumentParser, src) -> None:
-    """The utterance-source options shared by the feature extractors (``src``: a required
-    mutually exclusive group of ``ap``); :func:`utts_from_args` reads them."""
+    """The utterance-source options of the frame cache (:mod:`pyutils.nvv_detect.whisper_frames`;
+    ``src``: a required mutually exclusive group of ``ap``); :func:`utts_from_args` reads them."""
     src.add_argument("--corpus", type=Path, help="a chorus-synth nvv corpus dir (with --split)")
     src.add_argument("--devset-split", choices=("train", "dev", "test"),
                      help="real speech with real/generated NVVs spliced in (pyutils.nvv_detect.devset)")

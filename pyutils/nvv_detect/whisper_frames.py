@@ -1,10 +1,10 @@
 """Whisper-encoder frames of the NVV detector's sets (stage 4 of ``local/nvv_asr.sh
---asr_method cascade`` with ``--detector whisper``), cached as plain arrays.
+--asr_method cascade``), cached as plain arrays.
 
     python -m pyutils.nvv_detect.whisper_frames --corpus CORPUS --split train --out feats/wf_corpus_train.npz
     python -m pyutils.nvv_detect.whisper_frames --devset-split train --variants 12 --out feats/wf_real_train.npz
-    (--max-utts N, --part J --parts N as in pyutils.nvv_detect.yamnet_features; --layers 5, the
-    default, or e.g. 4,6: two blocks side by side)
+    (--max-utts N: the first N only; --part J --parts N: every N-th utterance from the J-th, for N
+    jobs; --layers 5, the default, or e.g. 4,6: two blocks side by side)
 
 Features. The frozen Whisper base audio encoder (:class:`pyutils.vc.features.WhisperContent`:
 80-bin log-mel, two convolutions, ``h_l = Block_l(h_{l-1})``, one 512-d state per 20 ms,
