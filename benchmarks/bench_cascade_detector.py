@@ -1,22 +1,24 @@
-"""Detector variants of the Track 1 cascade, scored on the mini corpus test split and the real-NVV test set.
+"""The Whisper-frame detector of the Track 1 cascade (heads, epochs, seeds, encoder blocks), scored on the
+mini corpus test split and the real-NVV test set, against no detector.
 
     PYTHONPATH=$PWD tools/venv/bin/python benchmarks/bench_cascade_detector.py --corpus CORPUS --lang en \\
-        --work bench_out/cascade_det_en [--md table.md] [--variants base,embed,...]
+        --work bench_out/cascade_det_en [--md table.md] [--heads 3 --epochs 4 --seed 0 --layers 5] [--frame-model M]
 
-Once per set (cached under ``--work``): YAMNet features (:mod:`pyutils.nvv_detect.yamnet_features`) of
-the corpus train/dev/test splits and of the real-NVV train/dev/test sets
-(:mod:`pyutils.nvv_detect.devset`: English talkers; their train/dev sets are used for both
-languages, as stage 4 of the recipe does), and one frozen-Whisper decoding of each test set
-without events (``pyutils.asr.cascade --details``: words with times and the NVVs Whisper
-wrote as text). Per variant the detector is fitted as stage 5 fits it
-(:func:`pyutils.nvv_detect.yamnet_detector.train_sets`), its events on each test set are merged with the
-text events and placed on the cached words as ``pyutils.asr.cascade`` does
-(:func:`pyutils.asr.nvv_words.merge_events`, :func:`pyutils.asr.placement.tagged_transcript`),
-and the Track 1 scorer scores the result; event F1 (:func:`pyutils.nvv_detect.events.match_counts`)
-beside it. The Whisper text is the same in every variant: only the tags differ (on the ci
-corpus this path reproduced the recipe's stage 7 Track1Score to the last digit).
-Files already in ``--work`` (``feats/<set>.npz``, ``whisper/<set>/details.jsonl``) are used as
-they are, e.g. the recipe's stage 4 features and stage 6 details.
+Once per set (cached under ``--work``): frozen Whisper-encoder frames
+(:mod:`pyutils.nvv_detect.whisper_frames`) of the corpus train/dev/test splits and of the
+real-NVV train/dev/test sets (:mod:`pyutils.nvv_detect.devset`: English talkers; their train/dev
+sets are used for both languages, as stage 4 of the recipe does), and one frozen-Whisper
+decoding of each test set without events (``pyutils.asr.cascade --details``: words with times
+and the NVVs Whisper wrote as text). The detector is fitted as stage 5 fits it
+(:func:`pyutils.nvv_detect.frame_heads.train_head`; ``--frame-model``: a fitted one instead), its
+events on each test set are merged with the text events and placed on the cached words as
+``pyutils.asr.cascade`` does (:func:`pyutils.asr.nvv_words.merge_events`,
+:func:`pyutils.asr.placement.tagged_transcript`), and the Track 1 scorer scores the result; event
+F1 (:func:`pyutils.nvv_detect.events.match_counts`) beside it. The Whisper text is the same in
+every row: only the tags differ (on the ci corpus this path reproduced the recipe's stage 7
+Track1Score to the last digit). Files already in ``--work`` (``wf/<set>.npz``,
+``whisper/<set>/details.jsonl``) are used as they are, e.g. the recipe's stage 6 details.
+(The YAMNet-patch detector's variants went with it, not adopted; code: ``git show c9e6e28``.)
 """
 
 from __future__ import annotations
@@ -31,34 +33,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
-
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro  # noqa: E402
+from pyutils.nvv_detect.frame_heads import FrameDetector, frame_inputs, train_head  # noqa: E402
 from pyutils.nvv_detect.utt_sources import devset_dir_utts, iter_corpus_utts, real_train_utts  # noqa: E402
-from pyutils.nvv_detect.yamnet_detector import train_sets  # noqa: E402
-from pyutils.nvv_detect.yamnet_features import Features, compute, load, save  # noqa: E402
 
-VARIANTS = {
-    # name: (train sets, train_sets kwargs)
-    "logits (as shipped: corpus + real, real weight 4)": (("corpus_train", "real_train"), {}),
-    "logits, thresholds on all dev": (("corpus_train", "real_train"), {"tune_on": "all"}),
-    "logits + embeddings": (("corpus_train", "real_train"), {"embed": True}),
-    "logits + embeddings, l2 0.1": (("corpus_train", "real_train"), {"embed": True, "l2": 0.1}),
-    "logits + embeddings, l2 0.1, thresholds on all dev": (("corpus_train", "real_train"),
-                                                           {"embed": True, "l2": 0.1, "tune_on": "all"}),
-}
-#: heads on frozen Whisper-encoder frames (pyutils.nvv_detect.frame_heads)
-FRAME_VARIANTS = ("Whisper-frame head",)
-
-
-def feature_set(work: Path, name: str, make, kind: str, feats: Features):
-    path = work / "feats" / f"{name}.npz"
-    if not path.is_file():
-        t0 = time.time()
-        save(compute(make(), feats), kind, path)
-        print(f"features {name}: {time.time() - t0:.0f} s", file=sys.stderr)
-    return load(path)
+#: the row of the fitted detector (the one before it: no detector, the NVVs Whisper writes as text)
+FRAME_VARIANT = "Whisper-frame head"
 
 
 def frames_set(work: Path, name: str, make, kind: str, layers):
@@ -108,78 +89,52 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", choices=("en", "zh"), required=True)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--max-train", type=int, default=0, help="corpus train utterances (0: all)")
-    ap.add_argument("--variants", default="", help="names (prefixes) of VARIANTS separated by ;, default all")
-    ap.add_argument("--layers", default="5", help="encoder blocks of the Whisper-frame variants")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the Whisper-frame heads fitted here")
-    ap.add_argument("--heads", type=int, default=1, help="heads of the Whisper-frame ensembles fitted here")
-    ap.add_argument("--epochs", type=int, default=0, help="epochs per Whisper-frame head (0: the module's default, "
-                                                                 "pyutils.nvv_detect.frame_heads.epochs_per_head)")
+    ap.add_argument("--variants", default="", help="names (prefixes) of the rows after 'no detector' separated by ;, "
+                                                   f"default all (one: {FRAME_VARIANT!r})")
+    ap.add_argument("--layers", default="5", help="encoder blocks the heads read (--frame-model: its own)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the heads fitted here")
+    ap.add_argument("--heads", type=int, default=1, help="heads of the ensemble fitted here")
+    ap.add_argument("--epochs", type=int, default=0, help="epochs per head (0: the module's default, "
+                                                          "pyutils.nvv_detect.frame_heads.epochs_per_head)")
     ap.add_argument("--frame-model", type=Path, help="a fitted Whisper-frame detector (e.g. the recipe's stage 5 "
                                                      "nvv_detector.npz, fitted on the same sets) used as the "
                                                      "'Whisper-frame head' row instead of fitting it again")
     ap.add_argument("--md", type=Path)
     a = ap.parse_args(argv)
     t0 = time.time()
-    feats = Features(context=0, embed=True)
-    (a.work / "feats").mkdir(parents=True, exist_ok=True)
     mt = a.max_train
-    sets = {
-        "corpus_train": feature_set(a.work, "corpus_train", lambda: (u for i, u in enumerate(
-            iter_corpus_utts(a.corpus, "train")) if not mt or i < mt), "corpus", feats),
-        "corpus_dev": feature_set(a.work, "corpus_dev", lambda: iter_corpus_utts(a.corpus, "dev"), "corpus", feats),
-        "corpus_test": feature_set(a.work, "corpus_test", lambda: iter_corpus_utts(a.corpus, "test"), "corpus", feats),
-        "real_train": feature_set(a.work, "real_train", lambda: real_train_utts(12), "real", feats),
-        "real_dev": feature_set(a.work, "real_dev", lambda: real_train_utts(6, "dev"), "real", feats),
-    }
     real_test = a.work / "real_test"
     if not (real_test / "ref.jsonl").is_file():
         devset.write(devset.build("test"), real_test)
-    sets["real_test"] = feature_set(a.work, "real_test", lambda: devset_dir_utts(real_test), "real", feats)
     tests = {"corpus test": ("corpus_test", a.corpus / "data" / "test" / "wav.scp", a.corpus / "ref" / "test.jsonl",
                              a.lang),
              "real test (en)": ("real_test", real_test / "wav.scp", real_test / "ref.jsonl", "en")}
     whisper = {k: transcripts(a.work, v[0], v[1], v[3]) for k, v in tests.items()}
     refs = {k: [json.loads(x) for x in v[2].read_text(encoding="utf-8").splitlines()] for k, v in tests.items()}
-    names = [n for n in list(VARIANTS) + list(FRAME_VARIANTS)
-             if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
     makers = {"corpus_train": (lambda: (u for i, u in enumerate(iter_corpus_utts(a.corpus, "train")) if not mt or i < mt),
                                "corpus"),
               "corpus_dev": (lambda: iter_corpus_utts(a.corpus, "dev"), "corpus"),
               "corpus_test": (lambda: iter_corpus_utts(a.corpus, "test"), "corpus"),
               "real_train": (lambda: real_train_utts(12), "real"), "real_dev": (lambda: real_train_utts(6, "dev"), "real"),
               "real_test": (lambda: devset_dir_utts(real_test), "real")}
-    wsets = {}
-    if any(n in FRAME_VARIANTS for n in names):
-        layers = [int(v) for v in a.layers.split(",")]
-        (a.work / "wf").mkdir(parents=True, exist_ok=True)
-        wsets = {k: frames_set(a.work, k, m, kind, layers) for k, (m, kind) in makers.items()}
+    names = [n for n in (FRAME_VARIANT,) if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
+    det = FrameDetector.load(a.frame_model) if a.frame_model and names else None
+    if not names or det is not None:   # nothing to fit: the test sets alone
+        makers = {k: v for k, v in makers.items() if k.endswith("_test")}
+    layers = list(det.layers) if det is not None else [int(v) for v in a.layers.split(",")]
+    (a.work / "wf").mkdir(parents=True, exist_ok=True)
+    wsets = {k: frames_set(a.work, k, m, kind, layers) for k, (m, kind) in makers.items()}
     rows = []
     for name in ["no detector"] + names:
         cells = []
-        if name in FRAME_VARIANTS:
-            from pyutils.nvv_detect.frame_heads import FrameDetector, frame_inputs, train_head
-
-            if a.frame_model:
-                det = FrameDetector.load(a.frame_model)
-            else:
-                det, rep = train_head([wsets["corpus_train"], wsets["real_train"]], [wsets["corpus_dev"], wsets["real_dev"]],
-                                      log=lambda m: None, seed=a.seed, heads=a.heads, epochs=a.epochs or None)
-                print(f"{name}: {a.heads} head(s) x {rep['epochs']} epochs, seed {a.seed}: fit + thresholds "
-                      f"{rep['seconds']} s wall, {rep['cpu_seconds']} s CPU", file=sys.stderr)
-        elif name != "no detector":
-            trs, kw = VARIANTS[name]
-            det, rep = train_sets([sets[s] for s in trs], [sets["corpus_dev"], sets["real_dev"]], log=lambda m: None,
-                                  **kw)
+        if name == FRAME_VARIANT and det is None:
+            det, rep = train_head([wsets["corpus_train"], wsets["real_train"]], [wsets["corpus_dev"], wsets["real_dev"]],
+                                  log=lambda m: None, seed=a.seed, heads=a.heads, epochs=a.epochs or None)
+            print(f"{name}: {a.heads} head(s) x {rep['epochs']} epochs, seed {a.seed}: fit + thresholds "
+                  f"{rep['seconds']} s wall, {rep['cpu_seconds']} s CPU", file=sys.stderr)
         for k, (set_name, *_r) in tests.items():
-            kind, rws = sets[set_name]
-            ev = {}
-            if name in FRAME_VARIANTS:
-                ev = {u: det.events_of(u, x) for u, x, _ in frame_inputs(wsets[set_name][2])}
-            elif name != "no detector":
-                from pyutils.nvv_detect.yamnet_detector import model_features
-
-                for (u, t, f, _), r in zip(model_features(rws, det.feature_ids, det.context, det.embed), rws):
-                    ev[u] = det.events(u, t, f, r.naive.astype(np.float64))
+            rws = wsets[set_name][2]
+            ev = {u: det.events_of(u, x) for u, x, _ in frame_inputs(rws)} if name == FRAME_VARIANT else {}
             ref_ev = {r.utt: r.events for r in rws}
             f1 = micro(match_counts(ref_ev, ev, list(ref_ev)))[2]
             s = track1(whisper[k], ev, refs[k], tests[k][3])

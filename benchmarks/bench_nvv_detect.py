@@ -1,7 +1,7 @@
-"""NVV event detection on real NVV recordings: a trained detector (YAMNet or Whisper-frame model) vs the naive mapping.
+"""NVV event detection on real NVV recordings: a fitted Whisper-frame detector, per tag.
 
     PYTHONPATH=$PWD tools/venv/bin/python benchmarks/bench_nvv_detect.py --work bench_out/nvv_detect \\
-        [--model pyutils/nvv_detect/nvv_detector.npz] [--corpus CORPUS] \\
+        --model egs/nvv_asr_en/exp/asr_cascade_default_en/nvv_detector.npz [--corpus CORPUS] \\
         [--cascade-tree DIR] [--md table.md]
 
 Sets: the real-NVV ``dev`` and ``test`` sets of :mod:`pyutils.nvv_detect.devset` (built
@@ -9,13 +9,12 @@ under ``--work`` when absent; real talkers, bank dev/test recordings of laugh, c
 hum, gasp) and, with ``--corpus``, that ``chorus-synth nvv`` corpus's ``test`` split (every
 tag; generated sounds for the tags without a recording). Per set and tag: event precision,
 recall and F1 (:func:`pyutils.nvv_detect.events.match_counts`: same tag, overlapping or
-centres within 0.5 s, one to one) of the model and of the naive zero-shot mapping
-(AudioSet classes of the tag, threshold 0.5).
+centres within 0.5 s, one to one) of the model. (The naive zero-shot AudioSet mapping this
+benchmark compared against went with the YAMNet-patch detector; code: ``git show c9e6e28``.)
 
 ``--cascade-tree DIR``: a checkout holding ``pyutils/asr/cascade.py`` (the Track 1
 cascade; ``.`` for this repository). The cascade runs on the real test set without and
-with ``--events`` (the naive mapping's, then the model's events), and ``chorus-score track1`` scores both against
-the set's ``ref.jsonl``.
+with ``--events`` (the model's events), and ``chorus-score track1`` scores both against the set's ``ref.jsonl``.
 """
 
 from __future__ import annotations
@@ -33,29 +32,21 @@ sys.path.insert(0, str(REPO))
 
 from pyutils.nvv_detect import devset  # noqa: E402
 from pyutils.nvv_detect.events import match_counts, micro, prf, write_events  # noqa: E402
-from pyutils.nvv_detect.detect import load_detector  # noqa: E402
+from pyutils.nvv_detect.frame_heads import FrameDetector  # noqa: E402
 from pyutils.nvv_detect.utt_sources import corpus_utts, devset_dir_utts  # noqa: E402
-from pyutils.nvv_detect.yamnet_detector import Detector  # noqa: E402
-from pyutils.nvv_detect.yamnet_features import HOP_S, Features, naive_events, naive_probs  # noqa: E402
+from pyutils.nvv_detect.whisper_frames import WhisperFrames  # noqa: E402
 from pyutils.tags import challenge_tags  # noqa: E402
 
 
-def detect_all(det, feats: Features, utts, frame_feats=None):
-    """Events of the model (a YAMNet :class:`Detector`, or a Whisper-frame detector with its
-    ``frame_feats``) and of the naive mapping, per utterance."""
+def detect_all(det: FrameDetector, frames: WhisperFrames, utts):
+    """Reference and model events, per utterance."""
     from pyutils.audio import to_mono_16k
 
-    model_ev, naive_ev, ref = {}, {}, {}
-    tags = challenge_tags()
+    model_ev, ref = {}, {}
     for u, x, sr, ev in utts:
-        t, f, lg = feats(x, sr)
-        if frame_feats is not None:
-            model_ev[u] = det.events_of(u, frame_feats(to_mono_16k(x, sr)))
-        else:
-            model_ev[u] = det.events(u, t, f, naive_probs(feats.tagger, lg, det.tags))
-        naive_ev[u] = naive_events(feats.tagger, u, t, lg, tags)
+        model_ev[u] = det.events_of(u, frames(to_mono_16k(x, sr)))
         ref[u] = ev
-    return ref, model_ev, naive_ev
+    return ref, model_ev
 
 
 def table(name: str, ref, systems) -> list:
@@ -100,7 +91,7 @@ def run_cascade(tree: Path, data: Path, events: Path | None, out: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--work", type=Path, default=Path("bench_out/nvv_detect"))
-    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--model", type=Path, required=True, help="a fitted detector (the recipe's stage 5 nvv_detector.npz)")
     ap.add_argument("--corpus", type=Path, help="a chorus-synth nvv corpus: its test split is scored too")
     ap.add_argument("--cascade-tree", type=Path, help="a checkout with pyutils/asr/cascade.py")
     ap.add_argument("--md", type=Path)
@@ -114,29 +105,20 @@ def main(argv=None) -> int:
         sets[f"real {split} (bank {split} recordings in real speech)"] = (d, devset_dir_utts(d))
     if a.corpus:
         sets[f"corpus test ({a.corpus.name}, all tags)"] = (None, corpus_utts(a.corpus, "test"))
-    det = load_detector(a.model)
-    frame_feats = None
-    if isinstance(det, Detector):
-        feats = Features(hop_s=det.hop_s, context=det.context, feature_ids=det.feature_ids, embed=det.embed)
-    else:                                   # a Whisper-frame detector; YAMNet still gives the naive mapping
-        from pyutils.nvv_detect.whisper_frames import WhisperFrames
-
-        feats, frame_feats = Features(hop_s=HOP_S, context=0), WhisperFrames(det.layers, threads=1)
+    det = FrameDetector.load(a.model)
+    frames = WhisperFrames(det.layers, threads=1)
     lines = ["## NVV event detection (P (TP/predicted), R, F1 per tag)", ""]
-    test_events = naive_test_events = None
+    test_events = None
     for name, (d, utts) in sets.items():
-        ref, m_ev, n_ev = detect_all(det, feats, utts, frame_feats)
-        lines += table(name, ref, {"model": m_ev, "naive": n_ev})
+        ref, m_ev = detect_all(det, frames, utts)
+        lines += table(name, ref, {"model": m_ev})
         if name.startswith("real test"):
             test_events = a.work / "real_test_events.jsonl"
             write_events([e for u in sorted(m_ev) for e in m_ev[u]], str(test_events))
-            naive_test_events = a.work / "real_test_naive_events.jsonl"
-            write_events([e for u in sorted(n_ev) for e in n_ev[u]], str(naive_test_events))
     if a.cascade_tree:
         data = a.work / "real_test"
         rows = []
-        for label, ev in (("cascade, no events", None), ("cascade + naive events", naive_test_events),
-                          ("cascade + detector events", test_events)):
+        for label, ev in (("cascade, no events", None), ("cascade + detector events", test_events)):
             s = run_cascade(a.cascade_tree.resolve(), data.resolve(), ev and ev.resolve(),
                             (a.work / label.replace(" ", "_").replace(",", "").replace("+", "plus")).resolve())
             en = s.get("en") or s
