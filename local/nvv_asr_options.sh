@@ -67,6 +67,10 @@ naming_args=             # cascade: extra arguments of `pyutils.nvv_detect.namin
 decode_pack=true         # cascade: decode clips of <= 10 s several to a 30 s Whisper window (pyutils.asr.cascade
                          # --pack: one encoder pass per window); false: one clip per window, Whisper's words cached
 cascade_args=            # cascade: extra arguments of pyutils.asr.cascade (e.g. "--model DIR")
+# options of designs that were not adopted (utils/parse_options.sh refuses them with the reason)
+_retired_options="detector: the YAMNet-patch detector was not adopted (64.62 en against 69.16); the NVV detector is the Whisper-frame heads (code: git show c9e6e28)
+detector_embed: an option of the removed YAMNet-patch detector (--detector yamnet; code: git show c9e6e28)
+detector_l2: an option of the removed YAMNet-patch detector (--detector yamnet; code: git show c9e6e28)"
 
 # Pretrained Whisper (fine-tuning instead of training from scratch)
 whisper=false            # true: fine-tune pretrained Whisper (conf/train_asr_whisper_<preset>.yaml, Whisper tokens, tags atomic)

@@ -31,10 +31,11 @@ def run(cmd, cwd, timeout=60):
     (["--detector_real", "maybe"], "--detector_real must be auto, true or false"),
     (["--detector_train_utts", "many"], "--detector_train_utts must be a whole number"),
     (["--detector_mini", "maybe"], "--detector_mini expects true or false"),   # utils/parse_options.sh
-    # the YAMNet-patch detector and its options were removed (not adopted): unknown options now
-    (["--detector", "yamnet"], "unknown option --detector"),
-    (["--detector_embed", "true"], "unknown option --detector_embed"),
-    (["--detector_l2", "0.1"], "unknown option --detector_l2"),
+    # the YAMNet-patch detector and its options were removed (not adopted): refused with the reason
+    (["--detector", "yamnet"], "option --detector was removed: the YAMNet-patch detector was not adopted"),
+    (["--detector_embed", "true"], "option --detector_embed was removed: an option of the removed YAMNet"),
+    (["--detector_l2", "0.1"], "option --detector_l2 was removed: an option of the removed YAMNet"),
+    (["--detector_heads_x", "1"], "unknown option --detector_heads_x (try --help)"),
     # real corpora have no event times: with nothing else to fit the detector on, refused before any stage
     (["--corpus", "nonverbaltts", "--detector_labels", "times", "--detector_mini", "false", "--detector_real",
       "false"], "the NVV detector has nothing to fit on: give --detector_labels transcript"),

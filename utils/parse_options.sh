@@ -18,6 +18,8 @@
 #     the line that sources this file or utils/stage_prelude.sh, or of the
 #     options file of a stage script, with their trailing `# comment`; names
 #     starting with _ are internal, never listed), then exits 0.
+#   * an option the script lists in $_retired_options (lines "name: why it went")
+#     is refused with that reason instead of "unknown option".
 #   * parsing stops at the first argument that does not start with --
 #     (or at a lone `--`); the rest stays in "$@".
 
@@ -105,6 +107,8 @@ while [ $# -gt 0 ]; do
         exit 1
       fi
       if [ -z "${!_po_name+x}" ]; then
+        _po_why=$(printf '%s\n' "${_retired_options:-}" | sed -n "s/^[[:space:]]*${_po_name}:[[:space:]]*//p" | head -n 1)
+        [ -n "${_po_why}" ] && { echo "$0: option ${_po_opt} was removed: ${_po_why}" >&2; exit 1; }
         echo "$0: unknown option ${_po_opt} (try --help)" >&2
         exit 1
       fi
@@ -132,6 +136,6 @@ while [ $# -gt 0 ]; do
       ;;
   esac
 done
-unset _po_opt _po_name _po_val _po_old
+unset _po_opt _po_name _po_val _po_old _po_why
 unset -f _po_print_help
 true
