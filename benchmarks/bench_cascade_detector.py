@@ -117,7 +117,8 @@ def main(argv=None) -> int:
               "corpus_test": (lambda: iter_corpus_utts(a.corpus, "test"), "corpus"),
               "real_train": (lambda: real_train_utts(12), "real"), "real_dev": (lambda: real_train_utts(6, "dev"), "real"),
               "real_test": (lambda: devset_dir_utts(real_test), "real")}
-    names = [n for n in (FRAME_VARIANT,) if not a.variants or any(n.startswith(p) for p in a.variants.split(";"))]
+    fit_row = not a.variants or any(FRAME_VARIANT.startswith(p) for p in a.variants.split(";"))
+    names = [FRAME_VARIANT] if fit_row else []
     det = FrameDetector.load(a.frame_model) if a.frame_model and names else None
     if not names or det is not None:   # nothing to fit: the test sets alone
         makers = {k: v for k, v in makers.items() if k.endswith("_test")}
